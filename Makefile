@@ -1,0 +1,39 @@
+# make html        build the site with every tutorial executed (creates .venv first)
+# make test        run the tests
+# make html-noplot build the pages without executing the tutorials
+# make check       post-build check: every tutorial executed, with tables, figures, provenance
+# make clean       remove the built site and generated pages; make distclean also .venv and .cache
+PYTHON ?= python3.11
+VENV ?= .venv
+VPY := $(VENV)/bin/python
+BUILDDIR ?= _build
+SPHINXOPTS ?=
+SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
+export TUTORIAL_CACHE ?= $(CURDIR)/.cache
+export TUTORIAL_BUILD_DIR ?= $(CURDIR)/$(BUILDDIR)
+
+.PHONY: html html-noplot test check clean distclean venv
+venv: $(VENV)/.ready
+
+$(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt scripts/bootstrap_env.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
+
+html: venv
+	@$(VPY) scripts/preflight.py
+	$(SPHINX)
+	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
+
+html-noplot: venv
+	$(SPHINX) -D plot_gallery=0
+
+test: venv
+	$(VPY) -m pytest tests
+
+check: venv
+	$(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
+
+clean:
+	rm -rf $(BUILDDIR) docs/source/tutorials/models docs/source/_generated
+
+distclean: clean
+	rm -rf $(VENV) .cache

@@ -1,0 +1,62 @@
+"""Sphinx configuration: MyST pages under docs/source, executed tutorials from gallery/."""
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+SRC = ROOT / "docs" / "source"
+sys.path.insert(0, str(ROOT / "src"))
+
+from npu_tutorials.sphinx_hooks import write_generated  # noqa: E402
+
+project = "vLLM on Ascend: executable model tutorials"
+author = "the project's contributors"
+copyright = "2026, " + author
+
+extensions = [
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+    "sphinx_copybutton",
+    "sphinx_design",
+]
+myst_enable_extensions = ["colon_fence", "deflist"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_generated/**", "tutorials/models/*.ipynb", "tutorials/models/*.py",
+                    "tutorials/models/*.zip", "tutorials/models/*.md5", "tutorials/models/*.pickle"]
+
+html_theme = "pydata_sphinx_theme"
+html_title = "vLLM on Ascend tutorials"
+html_static_path = [str(SRC / "_static")]
+html_css_files = ["tutorials.css"]
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+
+# Where tutorials write their results and downloadable files during the build.
+BUILD = Path(os.environ.get("TUTORIAL_BUILD_DIR", ROOT / "_build"))
+os.environ.setdefault("TUTORIAL_RESULTS_DIR", str(BUILD / "results"))
+os.environ.setdefault("TUTORIAL_DOWNLOADS_DIR", str(SRC / "tutorials" / "models" / "data"))
+os.environ.setdefault("TUTORIAL_CACHE", str(ROOT / ".cache"))
+
+write_generated(SRC)
+
+# One tutorial only: TUTORIAL_ONLY=qwen2_5_0_5b (a regular expression on the file name).
+_only = os.environ.get("TUTORIAL_ONLY", "")
+sphinx_gallery_conf = {
+    "examples_dirs": [str(ROOT / "gallery")],
+    "gallery_dirs": [str(SRC / "tutorials" / "models")],
+    "filename_pattern": rf"/{_only}[^/]*\.py$" if _only else r"\.py$",
+    "ignore_pattern": r"__init__\.py|/_",
+    "capture_repr": ("_repr_html_", "__repr__"),
+    "ignore_repr_types": r"matplotlib[a-z_.]*|NoneType",
+    "reset_modules": ("matplotlib", "npu_tutorials.sphinx_hooks.stop_servers"),
+    "reset_modules_order": "both",
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    "remove_config_comments": True,
+    "download_all_examples": False,
+    "show_memory": False,
+    "plot_gallery": "True",
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "within_subsection_order": "FileNameSortKey",
+}

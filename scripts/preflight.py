@@ -1,0 +1,40 @@
+#!/usr/bin/env python
+"""Check the build's controls, model cards and weights before Sphinx starts.
+
+Each problem is reported as one line (exit 2), so a bad setting never
+surfaces as a traceback in the middle of a build.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from npu_tutorials.backend import detect_backend  # noqa: E402
+from npu_tutorials.cards import known_models, load_card  # noqa: E402
+from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.gallery_index import tutorials  # noqa: E402
+from npu_tutorials.tutorial import HOST, choose_port, select_profile  # noqa: E402
+from npu_tutorials.weights import resolve_weights, weights_mode  # noqa: E402
+
+
+def main() -> int:
+    for key in known_models():
+        load_card(key)  # every card must be valid, not only the selected ones
+    backend = detect_backend()
+    mode = weights_mode()
+    if os.environ.get("TUTORIAL_PORT"):
+        choose_port()
+    selected = tutorials(only=os.environ.get("TUTORIAL_ONLY", ""))
+    for stem, key in selected.items():
+        card = load_card(key)
+        profile = select_profile(card, backend)
+        w = resolve_weights(card, mode, build_standin=False)
+        what = w.label() if w else f"stand-in (seed {card.stand_in.seed}, built or reused at build time)"
+        print(f"preflight: {stem}: backend {backend}, profile {profile}, weights: {what}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,210 @@
+"""Model cards: one YAML file per model, validated when loaded.
+
+A card holds everything a tutorial needs to know about a model: where its
+weights live, how to serve it, the conditions of each measurement, the
+pass/fail thresholds, and the figures published in the original evaluation
+report (kept apart, as cited reference values, never as our results).
+
+A bad card fails with one line naming the file, the field and the problem::
+
+    cards/qwen2.5-0.5b.yaml: serve.dtype: Input should be 'bfloat16', 'float16' or 'float32'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import TutorialError
+
+CARDS_DIR = Path(__file__).with_name("cards")
+DATA_DIR = Path(__file__).with_name("data")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HubRef(_Strict):
+    id: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
+    revision: str = "main"
+
+
+class Hub(_Strict):
+    modelscope: HubRef | None = None
+    huggingface: HubRef | None = None
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> "Hub":
+        if not (self.modelscope or self.huggingface):
+            raise ValueError("give a modelscope or a huggingface id")
+        return self
+
+
+class StandIn(_Strict):
+    seed: int = 42
+    # Fields the official config does not state and that we had to infer;
+    # pages mark them as inferred.
+    inferred_fields: list[str] = []
+
+
+class Serve(_Strict):
+    served_model_name: str
+    dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    max_model_len: int = Field(gt=0)
+    enforce_eager: bool = False
+    max_num_seqs: int | None = Field(default=None, gt=0)
+    trust_remote_code: bool = False
+    enable_chunked_prefill: bool = False
+    tensor_parallel_size: int = Field(default=1, gt=0)
+    # Only on accelerators (ignored by the CPU backend).
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    # KV-cache size for the CPU backend (VLLM_CPU_KVCACHE_SPACE, GiB).
+    cpu_kvcache_gib: int = Field(default=4, gt=0)
+
+
+class Functional(_Strict):
+    endpoint: Literal["completions", "chat"] = "completions"
+    prompt: str
+    max_tokens: int = Field(gt=0)
+    temperature: float = Field(ge=0)
+
+
+class BenchProfile(_Strict):
+    num_prompts: int = Field(gt=0)
+    input_len: int = Field(gt=0)
+    output_len: int = Field(gt=0)
+    request_rate: float | Literal["inf"] = "inf"
+    max_concurrency: int | None = Field(default=None, gt=0)
+
+
+class Benchmark(_Strict):
+    profiles: dict[Literal["full", "quick"], BenchProfile]
+    cpu_default: Literal["full", "quick"] = "quick"
+
+    @model_validator(mode="after")
+    def _both(self) -> "Benchmark":
+        missing = {"full", "quick"} - set(self.profiles)
+        if missing:
+            raise ValueError(f"profiles lacks {', '.join(sorted(missing))}")
+        return self
+
+
+class LogitsThresholds(_Strict):
+    nmse_pct_max: float = Field(gt=0)
+    top1_pct_min: float = Field(ge=0, le=100)
+
+
+class LogitsCheck(_Strict):
+    prompts: list[str] = Field(min_length=1)
+    thresholds: LogitsThresholds
+
+
+class Accuracy(_Strict):
+    logits: LogitsCheck | None = None
+
+
+class Reported(_Strict):
+    """Figures published in the original evaluation report."""
+
+    source: str
+    hardware: str
+    figures: dict[str, dict[str, float | int | str]] = {}
+
+
+class Card(_Strict):
+    key: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str
+    summary: str
+    architecture: str
+    config_dir: str
+    hub: Hub
+    stand_in: StandIn = StandIn()
+    serve: Serve
+    functional: Functional
+    benchmark: Benchmark
+    accuracy: Accuracy = Accuracy()
+    reported: Reported
+
+    @field_validator("config_dir")
+    @classmethod
+    def _config_dir_exists(cls, value: str) -> str:
+        path = DATA_DIR / value
+        if not (path / "config.json").is_file():
+            raise ValueError(f"no config.json in package data folder {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _architecture_matches(self) -> "Card":
+        arch = self.config.get("architectures", [None])[0]
+        if arch != self.architecture:
+            raise ValueError(f"architecture {self.architecture!r} but config.json says {arch!r}")
+        return self
+
+    # -- derived -------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return DATA_DIR / self.config_dir
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return json.loads((DATA_DIR / self.config_dir / "config.json").read_text())
+
+    @property
+    def env_suffix(self) -> str:
+        """``qwen2.5-0.5b`` -> ``QWEN2_5_0_5B`` (for TUTORIAL_MODEL_PATH_<suffix>)."""
+        return re.sub(r"[^A-Z0-9]+", "_", self.key.upper()).strip("_")
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.config["vocab_size"])
+
+
+def _format_error(source: str, err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(card)"
+    msg = first["msg"].removeprefix("Value error, ")
+    more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+    return f"{source}: {loc}: {msg}{more}"
+
+
+def load_card_file(path: str | Path) -> Card:
+    """Load and validate one card file; raise :class:`TutorialError` on any problem."""
+    path = Path(path)
+    source = f"cards/{path.name}" if path.parent == CARDS_DIR else str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TutorialError(f"{source}: no such card file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise TutorialError(f"{source}:{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise TutorialError(f"{source}: (card): expected a mapping of fields, got {type(data).__name__}")
+    try:
+        card = Card.model_validate(data)
+    except ValidationError as exc:
+        raise TutorialError(_format_error(source, exc)) from None
+    if card.key != path.stem:
+        raise TutorialError(f"{source}: key: {card.key!r} must equal the file name {path.stem!r}")
+    return card
+
+
+def known_models() -> list[str]:
+    return sorted(p.stem for p in CARDS_DIR.glob("*.yaml"))
+
+
+def load_card(key: str) -> Card:
+    """Load the card of a known model by its key (the YAML file's stem)."""
+    path = CARDS_DIR / f"{key}.yaml"
+    if not path.is_file():
+        raise TutorialError(f"unknown model {key!r}; known models: {', '.join(known_models())}")
+    return load_card_file(path)

@@ -1,0 +1,170 @@
+"""Stand-in checkpoints: the model's exact config and tokenizer, seeded random weights.
+
+Where real weights are absent (no model hub here), a tutorial still runs the
+real engine on a checkpoint of the right shape.  A stand-in is a Hugging
+Face-layout folder with the official ``config.json``, ``generation_config.json``
+and ``tokenizer_config.json`` (chat template included), the rebuilt Qwen
+tokenizer, and bf16 weights drawn from ``torch.Generator().manual_seed(seed)``
+in a fixed order, saved as safetensors.  It is made once and cached under a
+name that hashes everything that shapes it, so the same seed gives the same
+bytes (``STANDIN.json`` records the weights' SHA-256).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .cards import Card
+from .errors import TutorialError
+
+GENERATOR_VERSION = 1
+MARKER = "STANDIN.json"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("TUTORIAL_CACHE") or Path.home() / ".cache" / "npu-tutorials")
+
+
+@dataclass(frozen=True)
+class StandInInfo:
+    path: Path
+    seed: int
+    sha256: str
+    num_parameters: int
+
+
+def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 128, heads: int = 2,
+                kv_heads: int = 1, intermediate: int = 256) -> dict[str, Any]:
+    """The same architecture shrunk for tests (head_dim 64, which every vLLM backend accepts)."""
+    if hidden // heads < 32:
+        raise TutorialError("tiny configs need head_dim >= 32 (the CPU attention rejects 16)")
+    cfg = dict(config)
+    cfg.update(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+               num_key_value_heads=kv_heads, intermediate_size=intermediate)
+    if "max_window_layers" in cfg:
+        cfg["max_window_layers"] = layers
+    return cfg
+
+
+def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of every tensor of a Qwen2ForCausalLM checkpoint, in draw order.
+
+    kind is ``weight`` (normal, std = initializer_range), ``bias`` (same) or ``norm`` (ones).
+    """
+    h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+    hd = cfg.get("head_dim") or h // heads
+    out: list[tuple[str, tuple[int, ...], str]] = [("model.embed_tokens.weight", (vocab, h), "weight")]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        out += [
+            (p + "input_layernorm.weight", (h,), "norm"),
+            (p + "self_attn.q_proj.weight", (heads * hd, h), "weight"),
+            (p + "self_attn.q_proj.bias", (heads * hd,), "bias"),
+            (p + "self_attn.k_proj.weight", (kv * hd, h), "weight"),
+            (p + "self_attn.k_proj.bias", (kv * hd,), "bias"),
+            (p + "self_attn.v_proj.weight", (kv * hd, h), "weight"),
+            (p + "self_attn.v_proj.bias", (kv * hd,), "bias"),
+            (p + "self_attn.o_proj.weight", (h, heads * hd), "weight"),
+            (p + "post_attention_layernorm.weight", (h,), "norm"),
+            (p + "mlp.gate_proj.weight", (inter, h), "weight"),
+            (p + "mlp.up_proj.weight", (inter, h), "weight"),
+            (p + "mlp.down_proj.weight", (h, inter), "weight"),
+        ]
+    out.append(("model.norm.weight", (h,), "norm"))
+    if not cfg.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", (vocab, h), "weight"))
+    return out
+
+
+def draw_weights(specs: list[tuple[str, tuple[int, ...], str]], seed: int, std: float):
+    """Draw every tensor in order from one generator seeded with ``seed``; return bf16 tensors."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for name, shape, kind in specs:
+        if kind == "norm":
+            t = torch.ones(shape, dtype=torch.float32)
+        else:
+            t = torch.randn(shape, generator=gen, dtype=torch.float32) * std
+        tensors[name] = t.to(torch.bfloat16).contiguous()
+    return tensors
+
+
+def _spec_hash(config: dict, extra_files: dict[str, bytes], seed: int) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps({"config": config, "seed": seed, "gen": GENERATOR_VERSION}, sort_keys=True).encode())
+    for name in sorted(extra_files):
+        h.update(name.encode() + b"\0" + extra_files[name])
+    return h.hexdigest()[:12]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: int | None = None,
+                   cache_dir: Path | None = None, label: str = "") -> StandInInfo:
+    """Return the cached stand-in for ``card`` (building it once if needed).
+
+    ``config`` replaces the official config (tests pass :func:`tiny_config`).
+    """
+    config = config or card.config
+    seed = card.stand_in.seed if seed is None else seed
+    src = card.config_path
+    copied = {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.name != "config.json"}
+    name = f"{card.key}{'-' + label if label else ''}-seed{seed}-{_spec_hash(config, copied, seed)}"
+    root = Path(cache_dir or cache_root()) / "standins"
+    final = root / name
+    if (final / MARKER).is_file():
+        meta = json.loads((final / MARKER).read_text())
+        return StandInInfo(final, meta["seed"], meta["weights_sha256"], meta["num_parameters"])
+
+    from safetensors.torch import save_file
+
+    from . import layouts
+
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        for fname, data in copied.items():
+            (tmp / fname).write_bytes(data)
+        layout = layouts.for_config(config)
+        layout.write_tokenizer(tmp, config)
+        specs = layout.parameters(config)
+        tensors = draw_weights(specs, seed, float(config.get("initializer_range", 0.02)))
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        nparams = sum(t.numel() for t in tensors.values())
+        del tensors
+        meta = {
+            "kind": "stand-in",
+            "model": card.key,
+            "seed": seed,
+            "generator": f"npu_tutorials.standin v{GENERATOR_VERSION}: torch.Generator().manual_seed(seed), "
+                         "randn * initializer_range for weights and biases, ones for norms, cast to bf16",
+            "num_parameters": nparams,
+            "weights_sha256": file_sha256(tmp / "model.safetensors"),
+        }
+        (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
+        try:
+            tmp.rename(final)
+        except OSError:  # another process finished first: keep theirs
+            if not (final / MARKER).is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return StandInInfo(final, seed, meta["weights_sha256"], nparams)

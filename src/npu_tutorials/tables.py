@@ -1,0 +1,84 @@
+"""Small result tables that render as HTML in sphinx-gallery and as text elsewhere.
+
+sphinx-gallery shows the ``_repr_html_`` of a cell's last expression
+(``capture_repr`` in conf.py), so a cell that ends with a table shows it
+right under its code.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Sequence
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        if value != 0 and (abs(value) < 10 ** -(digits - 1) or abs(value) >= 1e7):
+            return f"{value:.{digits - 1}e}"
+        return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.1f}"
+    return str(value)
+
+
+class Table:
+    """Columns, rows and a caption; optional note rendered under the table."""
+
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "", note: str = ""):
+        self.columns = list(columns)
+        self.rows = [list(r) for r in rows]
+        self.caption = caption
+        self.note = note
+
+    def _cells(self) -> list[list[str]]:
+        return [[c if isinstance(c, str) else fmt(c) for c in row] for row in self.rows]
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
+        cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        note = f'<p class="tut-note">{html.escape(self.note)}</p>' if self.note else ""
+        return (f'<div class="tut-table"><table class="table">{cap}<thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table>{note}</div>")
+
+    def __repr__(self) -> str:
+        cells = [self.columns] + self._cells()
+        widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
+        lines = [self.caption] if self.caption else []
+        for j, row in enumerate(cells):
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+            if j == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+
+class Verdict:
+    """PASS / FAIL lines against thresholds, with a banner when the result is not meaningful."""
+
+    def __init__(self, checks: list[tuple[str, str, str, bool]], caveat: str = ""):
+        # (metric, measured, threshold, passed)
+        self.checks = checks
+        self.caveat = caveat
+
+    @property
+    def passed(self) -> bool:
+        return all(c[3] for c in self.checks)
+
+    def _repr_html_(self) -> str:
+        t = Table(["check", "measured", "threshold", "verdict"],
+                  [[m, v, th, "PASS" if ok else "FAIL"] for m, v, th, ok in self.checks])
+        cav = f'<p class="tut-caveat"><strong>Note:</strong> {html.escape(self.caveat)}</p>' if self.caveat else ""
+        return t._repr_html_() + cav
+
+    def __repr__(self) -> str:
+        lines = [f"{'PASS' if ok else 'FAIL'}  {m}: {v} (threshold {th})" for m, v, th, ok in self.checks]
+        return "\n".join(lines + ([f"Note: {self.caveat}"] if self.caveat else []))

@@ -1,0 +1,140 @@
+"""Where a tutorial's weights come from: real (local, hub cache, download) or a stand-in.
+
+``TUTORIAL_WEIGHTS`` = ``auto|real|stand-in``:
+
+* ``auto``: real weights when found locally (``TUTORIAL_MODEL_PATH_<MODEL>``
+  or a ModelScope / Hugging Face cache), else a stand-in.
+* ``real``: local first, then download (ModelScope, then Hugging Face); a
+  clear error when neither works.
+* ``stand-in``: always the seeded stand-in (see :mod:`npu_tutorials.standin`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from .cards import Card, HubRef
+from .errors import TutorialError
+
+MODES = ("auto", "real", "stand-in")
+
+
+@dataclass(frozen=True)
+class Weights:
+    path: Path
+    kind: str  # "real" or "stand-in"
+    source: str  # how it was found: local path, modelscope, huggingface, modelscope cache, ..., stand-in
+    hub_id: str | None = None
+    revision: str | None = None
+    seed: int | None = None
+    sha256: str | None = None
+
+    @property
+    def is_real(self) -> bool:
+        return self.kind == "real"
+
+    def label(self) -> str:
+        if self.is_real:
+            ref = f"{self.hub_id}@{self.revision}" if self.hub_id else str(self.path)
+            return f"real weights: {ref} (from {self.source})"
+        return f"stand-in: official config and tokenizer, random bf16 weights, seed {self.seed}, sha256 {self.sha256[:12]}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["path"] = str(self.path)
+        return d
+
+
+# A hub source: (name, ref attribute on card.hub, fetch(ref, local_only) -> path).
+Fetch = Callable[[HubRef, bool], str]
+
+
+def _modelscope_fetch(ref: HubRef, local_only: bool) -> str:
+    from modelscope import snapshot_download
+
+    return snapshot_download(ref.id, revision=ref.revision, local_files_only=local_only)
+
+
+def _huggingface_fetch(ref: HubRef, local_only: bool) -> str:
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(ref.id, revision=ref.revision, local_files_only=local_only, etag_timeout=10)
+
+
+DEFAULT_SOURCES: list[tuple[str, Fetch]] = [("modelscope", _modelscope_fetch), ("huggingface", _huggingface_fetch)]
+
+
+def weights_mode(mode: str | None = None) -> str:
+    value = (mode or os.environ.get("TUTORIAL_WEIGHTS") or "auto").strip().lower()
+    if value not in MODES:
+        raise TutorialError(f"TUTORIAL_WEIGHTS={value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def local_path_var(card: Card) -> str:
+    return f"TUTORIAL_MODEL_PATH_{card.env_suffix}"
+
+
+def _check_model_dir(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        raise TutorialError(f"{what}: {path} is not a directory")
+    if not (path / "config.json").is_file():
+        raise TutorialError(f"{what}: {path} has no config.json (not a model folder)")
+    return path
+
+
+def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[str, Fetch]] | None = None,
+                    standin_config: dict | None = None, build_standin: bool = True) -> Weights | None:
+    """Find (or make) the weights this build uses for ``card``.
+
+    With ``build_standin=False`` (a dry run) return None where a stand-in would be built.
+    """
+    mode = weights_mode(mode)
+    sources = DEFAULT_SOURCES if sources is None else sources
+    if mode != "stand-in":
+        var = local_path_var(card)
+        if os.environ.get(var):
+            path = _check_model_dir(Path(os.environ[var]).expanduser(), var)
+            return Weights(path, "real", "local path")
+        for name, fetch in sources:
+            ref = getattr(card.hub, name)
+            if ref is None:
+                continue
+            try:
+                path = Path(fetch(ref, True))
+            except Exception:
+                continue
+            if (path / "config.json").is_file():
+                return Weights(path, "real", f"{name} cache", ref.id, ref.revision)
+    if mode == "real":
+        problems = []
+        for name, fetch in sources:
+            ref = getattr(card.hub, name)
+            if ref is None:
+                continue
+            try:
+                path = _check_model_dir(Path(fetch(ref, False)), f"{name} download of {ref.id}")
+                return Weights(path, "real", name, ref.id, ref.revision)
+            except TutorialError as exc:
+                problems.append(str(exc))
+            except Exception as exc:  # network, auth, missing repo: report the first line of each
+                problems.append(f"{name} {ref.id}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        raise TutorialError(
+            f"TUTORIAL_WEIGHTS=real but no weights for {card.key}: {'; '.join(problems) or 'no hub id in the card'}; "
+            f"set {local_path_var(card)} to a local copy"
+        )
+    if not build_standin:
+        return None
+    from .standin import ensure_standin
+
+    info = ensure_standin(card, config=standin_config)
+    return Weights(info.path, "stand-in", "stand-in", seed=info.seed, sha256=info.sha256)
+
+
+def read_standin_marker(path: Path) -> dict | None:
+    p = Path(path) / "STANDIN.json"
+    return json.loads(p.read_text()) if p.is_file() else None

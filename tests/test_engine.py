@@ -1,0 +1,133 @@
+"""The real vLLM engine on a tiny stand-in: server lifecycle, benchmark, logits agreement.
+
+One server is started for the module (engine start-up dominates the time).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vllm")
+
+from npu_tutorials import accuracy, reference  # noqa: E402
+from npu_tutorials.bench import run_serving_benchmark  # noqa: E402
+from npu_tutorials.cards import BenchProfile, LogitsCheck  # noqa: E402
+from npu_tutorials.commands import serve_env, server_argv  # noqa: E402
+from npu_tutorials.errors import TutorialError  # noqa: E402
+from npu_tutorials.server import VLLMServer, _group_alive, free_port  # noqa: E402
+
+pytestmark = pytest.mark.engine
+HOST = "127.0.0.1"
+
+
+def _server(card, path, port, tmp, extra=(), **kw):
+    argv = server_argv(card, path, "cpu", host=HOST, port=port, extra=list(extra))
+    return VLLMServer(argv, host=HOST, port=port, env=serve_env(card, "cpu"), log_path=tmp / "server.log", **kw)
+
+
+@pytest.fixture(scope="module")
+def server(card, tiny, tmp_path_factory):
+    srv = _server(card, tiny.path, free_port(), tmp_path_factory.mktemp("srv"), accuracy.RAW_LOGITS_FLAGS,
+                  startup_timeout=600)
+    srv.start()
+    yield srv
+    pgid = srv.proc.pid if srv.proc else None
+    srv.stop()
+    assert pgid is None or not _group_alive(pgid)
+
+
+def test_server_answers(server, card):
+    assert server.models() == [card.serve.served_model_name]
+    r = server.post("/v1/completions", {"model": card.serve.served_model_name, "prompt": "Hello, what is your name?",
+                                        "max_tokens": 5, "temperature": 0})
+    assert r["usage"]["prompt_tokens"] == 7 and r["usage"]["completion_tokens"] == 5
+
+
+def test_busy_port_is_refused_before_starting(server, card, tiny, tmp_path):
+    srv = _server(card, tiny.path, server.port, tmp_path)
+    with pytest.raises(TutorialError, match=rf"^port {server.port} on 127.0.0.1 is busy"):
+        srv.start()
+    assert srv.proc is None
+
+
+def test_serving_benchmark_through_vllm_bench(server, card, tiny, tmp_path):
+    prof = BenchProfile(num_prompts=4, input_len=8, output_len=6, request_rate="inf")
+    res = run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                                out_dir=tmp_path, name="b")
+    s = res.summary()
+    assert s["completed"] == 4 and s["failed"] == 0
+    assert s["output_throughput"] > 0 and s["mean_ttft_ms"] > 0 and s["mean_tpot_ms"] > 0
+    assert res.data["output_lens"] == [6, 6, 6, 6]  # --ignore-eos
+    assert len(res.per_request_tpot_ms()) == 4
+
+
+def test_logits_agreement_engine_vs_fp32_reference(server, card, tiny):
+    check = LogitsCheck(prompts=["The capital of France is", "def fibonacci(n):"],
+                        thresholds={"nmse_pct_max": 1.0, "top1_pct_min": 0.0})
+    rep = accuracy.logits_agreement(server, card.serve.served_model_name, tiny.path, check, card.vocab_size, False)
+    assert len(rep.rows) == 2 and rep.errors.size == 2 * card.vocab_size
+    s = rep.summary
+    # bf16 engine vs fp32 reference on the same weights: close, but not bit-identical
+    assert 0 < s["nmse_pct"] < 1.0
+    assert s["cosine"] > 0.999
+    assert "stand-in" in rep.verdict().caveat
+
+
+def test_engine_logits_differ_from_another_model(server, card, tiny):
+    """The comparison can fail: a different input gives clearly different logits."""
+    ids = reference.tokenize(tiny.path, "The capital of France is")
+    eng = accuracy.engine_last_logits(server, card.serve.served_model_name, ids, card.vocab_size)
+    other = reference.last_logits(tiny.path, reference.tokenize(tiny.path, "Completely different words here"))
+    from npu_tutorials.metrics import normalized_mse_pct
+
+    assert normalized_mse_pct(eng, other) > 1.0
+
+
+def test_server_exits_at_start_with_log_tail(card, tiny, tmp_path):
+    """A server that exits during start-up: a clear error with the log's tail, nothing left running."""
+    srv = _server(card, tiny.path, free_port(), tmp_path, ["--logprobs-mode", "no-such-mode"])
+    with pytest.raises(TutorialError, match=r"the vLLM server exited with code \d+ before it was ready") as exc:
+        srv.start()
+    assert "no-such-mode" in str(exc.value)  # the log's tail says why
+    assert srv.proc is None
+
+
+def test_server_dies_at_start_on_missing_weights(card, tmp_path):
+    srv = _server(card, tmp_path / "no-weights", free_port(), tmp_path)
+    with pytest.raises(TutorialError, match="exited with code"):
+        srv.start()
+
+
+def test_interrupt_leaves_no_process(card, tiny, tmp_path):
+    """Ctrl-C (SIGINT) in a program that started a server: the whole group is gone afterwards."""
+    code = f"""
+import sys, time
+sys.path.insert(0, {str(os.path.join(os.path.dirname(__file__), '..', 'src'))!r})
+from npu_tutorials.cards import load_card
+from npu_tutorials.commands import server_argv, serve_env
+from npu_tutorials.server import VLLMServer, free_port
+card = load_card("qwen2.5-0.5b")
+port = free_port()
+srv = VLLMServer(server_argv(card, {str(tiny.path)!r}, "cpu", host="127.0.0.1", port=port), host="127.0.0.1",
+                 port=port, env=serve_env(card, "cpu"), log_path={str(tmp_path / 'int.log')!r})
+srv.argv[:] = [sys.executable, "-c", "import time; time.sleep(600)"]  # stands in for a slow start
+srv.start()
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # wait for the child group to exist, then interrupt the parent
+    deadline = time.time() + 60
+    child = None
+    while time.time() < deadline and child is None:
+        out = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        child = int(out[0]) if out else None
+        time.sleep(0.2)
+    assert child, "the server process never started"
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    time.sleep(0.5)
+    assert not _group_alive(child), "the server's process group outlived Ctrl-C"
