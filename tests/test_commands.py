@@ -83,4 +83,4 @@ def test_deploy_page_has_a_tab_per_backend_and_env(card):
     assert "export ASCEND_RT_VISIBLE_DEVICES=0" in rst
     assert "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" in rst
     assert "--gpu-memory-utilization 0.9" in rst  # accelerators only
-    assert rst.count("--host 0.0.0.0") == 3 and "no authentication" in rst
+    assert rst.count("--host 0.0.0.0 \\") == 3 and "no authentication" in rst

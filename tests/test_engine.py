@@ -17,7 +17,7 @@ pytest.importorskip("vllm")
 from npu_tutorials import accuracy, reference  # noqa: E402
 from npu_tutorials.bench import run_serving_benchmark  # noqa: E402
 from npu_tutorials.cards import BenchProfile, LogitsCheck  # noqa: E402
-from npu_tutorials.commands import serve_env, server_argv  # noqa: E402
+from npu_tutorials.commands import build_env, server_argv  # noqa: E402
 from npu_tutorials.errors import TutorialError  # noqa: E402
 from npu_tutorials.server import VLLMServer, _group_alive, free_port  # noqa: E402
 
@@ -27,7 +27,7 @@ HOST = "127.0.0.1"
 
 def _server(card, path, port, tmp, extra=(), **kw):
     argv = server_argv(card, path, "cpu", host=HOST, port=port, extra=list(extra))
-    return VLLMServer(argv, host=HOST, port=port, env=serve_env(card, "cpu"), log_path=tmp / "server.log", **kw)
+    return VLLMServer(argv, host=HOST, port=port, env=build_env(card, "cpu"), log_path=tmp / "server.log", **kw)
 
 
 @pytest.fixture(scope="module")

@@ -58,11 +58,19 @@ class LogitsReport:
 
     def table(self) -> Table:
         cols = ["prompt", "tokens", "normalized MSE (%)", "cosine", "top-1", "top-5 overlap",
-                "max |err|", "mean |err|", "KL (nats)"]
+                "max |err|", "mean |err|", "KL (nats)", "ref. top-1/top-2 gap"]
         rows = [[r["prompt"], r["num_tokens"], r["nmse_pct"], fmt(r["cosine"], 6), "match" if r["top1_match"] else
-                 "differs", f"{100 * r['top5_overlap']:.0f} %", r["max_abs_err"], r["mean_abs_err"], r["kl_nats"]]
-                for r in self.rows]
-        return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary")
+                 "differs", f"{100 * r['top5_overlap']:.0f} %", r["max_abs_err"], r["mean_abs_err"], r["kl_nats"],
+                 r["reference_top2_margin"]] for r in self.rows]
+        flips = [r for r in self.rows if not r["top1_match"]]
+        note = ""
+        if flips:
+            note = (f"{len(flips)} prompt(s) changed their top-1 token; there the reference's gap between its two "
+                    f"best tokens ({', '.join(fmt(r['reference_top2_margin']) for r in flips)}) is smaller than the "
+                    f"largest logit error ({', '.join(fmt(r['max_abs_err']) for r in flips)}): a near-tie that "
+                    "bf16 rounding can flip.")
+        return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
+                     note=note)
 
     def verdict(self, reported: dict | None = None) -> Verdict:
         s = self.summary

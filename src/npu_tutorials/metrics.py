@@ -34,12 +34,14 @@ def cosine(x, ref) -> float:
 
 def topk_ids(x, k: int) -> np.ndarray:
     x = _as64(x)
+    k = min(k, x.size)
     idx = np.argpartition(-x, k - 1)[:k]
     return idx[np.argsort(-x[idx], kind="stable")]
 
 
 def topk_agreement(x, ref, k: int) -> float:
     """1.0 when the top-k sets agree (k=1: same argmax)."""
+    k = min(k, _as64(ref).size)
     return len(set(topk_ids(x, k)) & set(topk_ids(ref, k))) / k
 
 
@@ -71,7 +73,14 @@ def compare_logits(x, ref) -> dict[str, float]:
         "kl_nats": kl_divergence(x, ref),
         "engine_top1": int(np.argmax(x)),
         "reference_top1": int(np.argmax(ref)),
+        "reference_top2_margin": top2_margin(ref),
     }
+
+
+def top2_margin(x) -> float:
+    """Gap between the largest and the second-largest logit: a top-1 flip needs an error this large."""
+    a, b = _as64(x)[topk_ids(x, 2)]
+    return float(a - b)
 
 
 def sequence_match(a: list[int], b: list[int]) -> dict[str, float | int | None]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import accuracy, bench, plots
 from .backend import describe_environment, detect_backend
 from .cards import BenchProfile, load_card
-from .commands import format_command, serve_env, server_argv
+from .commands import build_env, format_command, server_argv
 from .errors import TutorialError
 from .results import artifacts_dir, git_commit, now_utc, write_results
 from .server import VLLMServer, check_port_free, free_port, tail
@@ -147,7 +147,7 @@ class Tutorial:
         script.write_text(code)
         log = self.artifacts / "offline_example.log"
         # vLLM logs to stdout by default; keep stdout for the example's own print()
-        env = {**os.environ, **serve_env(self.card, self.backend), "VLLM_CONFIGURE_LOGGING": "0"}
+        env = {**os.environ, **build_env(self.card, self.backend), "VLLM_CONFIGURE_LOGGING": "0"}
         t = time.monotonic()
         with open(log, "wb") as err:
             try:
@@ -169,7 +169,7 @@ class Tutorial:
         port = choose_port()
         extra = accuracy.RAW_LOGITS_FLAGS + list(extra or [])
         argv = server_argv(self.card, w.path, self.backend, host=HOST, port=port, extra=extra)
-        self.server = VLLMServer(argv, host=HOST, port=port, env=serve_env(self.card, self.backend),
+        self.server = VLLMServer(argv, host=HOST, port=port, env=build_env(self.card, self.backend),
                                  log_path=self.artifacts / "server.log")
         self.server.start()
         self.results["server"] = {"command": self.server_command(), "startup_s": self.server.startup_s,
@@ -179,7 +179,7 @@ class Tutorial:
     def server_command(self) -> str:
         argv = list(self._need_server().argv)
         argv[0] = "python"
-        return format_command(argv, serve_env(self.card, self.backend))
+        return format_command(argv, build_env(self.card, self.backend))
 
     def _need_server(self) -> VLLMServer:
         if self.server is None or not self.server.running:
