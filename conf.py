@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.sphinx_hooks import write_generated  # noqa: E402
+from npu_tutorials.sphinx_hooks import inputs_digest, invalidate_stale_examples, write_generated  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -38,6 +38,9 @@ os.environ.setdefault("TUTORIAL_DOWNLOADS_DIR", str(SRC / "tutorials" / "models"
 os.environ.setdefault("TUTORIAL_CACHE", str(ROOT / ".cache"))
 
 write_generated(SRC)
+# Re-run the tutorials when the package, a card, the requirements or a control changed,
+# not only when a gallery script did (sphinx-gallery's own MD5 check).
+invalidate_stale_examples(SRC / "tutorials" / "models", inputs_digest())
 
 # One tutorial only: TUTORIAL_ONLY=qwen2_5_0_5b (a regular expression on the file name).
 _only = os.environ.get("TUTORIAL_ONLY", "")

@@ -107,8 +107,52 @@ class LogitsCheck(_Strict):
     thresholds: LogitsThresholds
 
 
+class ConsistencyThresholds(_Strict):
+    top1_pct_min: float = Field(ge=0, le=100)
+    ppl_rel_diff_pct_max: float = Field(gt=0)
+    cosine_min: float = Field(gt=0, le=1)
+    kl_max: float = Field(gt=0)
+
+
+class ConsistencyCheck(_Strict):
+    """One forward pass over a fixed text: every position, engine vs reference."""
+
+    text: str
+    full_vocab_positions: int = Field(default=4, gt=0)
+    thresholds: ConsistencyThresholds
+
+
+class QAItem(_Strict):
+    prompt: str
+    expected: list[str] = Field(min_length=1)
+
+
+class QACheck(_Strict):
+    items: list[QAItem] = Field(min_length=1)
+    max_tokens: int = Field(gt=0)
+
+
+class TaskSize(_Strict):
+    num_problems: int = Field(gt=0)
+    max_tokens: int = Field(gt=0)
+
+
+class GSMCheck(_Strict):
+    seed: int = 42
+    profiles: dict[Literal["full", "quick"], TaskSize]
+
+
+class GreedyCheck(_Strict):
+    prompts: list[str] = Field(min_length=1)
+    num_tokens: int = Field(gt=0)
+
+
 class Accuracy(_Strict):
     logits: LogitsCheck | None = None
+    consistency: ConsistencyCheck | None = None
+    qa: QACheck | None = None
+    gsm: GSMCheck | None = None
+    greedy: GreedyCheck | None = None
 
 
 class Reported(_Strict):
@@ -124,6 +168,7 @@ class Card(_Strict):
     name: str
     summary: str
     architecture: str
+    parameters: str = ""
     config_dir: str
     hub: Hub
     stand_in: StandIn = StandIn()

@@ -36,7 +36,46 @@ class Qwen2Layout(Layout):
         write_qwen2_tokenizer(out_dir, tok_cfg)
 
 
-LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout()}
+class QWenLayout(Layout):
+    """First-generation QWen (``QWenLMHeadModel``): fused c_attn, w1/w2 MLP, tiktoken tokenizer."""
+
+    name = "qwen"
+
+    @staticmethod
+    def parameters(config):
+        return qwen_parameters(config)
+
+    def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
+        import shutil
+
+        from .tokenizer import tiktoken_file
+
+        shutil.copyfile(tiktoken_file(), out_dir / "qwen.tiktoken")
+
+
+def qwen_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of a first-generation QWen checkpoint, in draw order."""
+    h, vocab = cfg["hidden_size"], cfg["vocab_size"]
+    proj = cfg["kv_channels"] * cfg["num_attention_heads"]
+    ff = cfg["intermediate_size"] // 2
+    out: list[tuple[str, tuple[int, ...], str]] = [("transformer.wte.weight", (vocab, h), "weight")]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"transformer.h.{i}."
+        out += [
+            (p + "ln_1.weight", (h,), "norm"),
+            (p + "attn.c_attn.weight", (3 * proj, h), "weight"),
+            (p + "attn.c_attn.bias", (3 * proj,), "bias"),
+            (p + "attn.c_proj.weight", (h, proj), "weight"),
+            (p + "ln_2.weight", (h,), "norm"),
+            (p + "mlp.w1.weight", (ff, h), "weight"),
+            (p + "mlp.w2.weight", (ff, h), "weight"),
+            (p + "mlp.c_proj.weight", (h, ff), "weight"),
+        ]
+    out += [("transformer.ln_f.weight", (h,), "norm"), ("lm_head.weight", (vocab, h), "weight")]
+    return out
+
+
+LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "QWenLMHeadModel": QWenLayout()}
 
 
 def for_config(config: dict[str, Any]) -> Layout:

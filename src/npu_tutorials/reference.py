@@ -39,12 +39,36 @@ def last_logits(path: str | Path, ids: list[int]) -> np.ndarray:
     return out.logits[0, -1].float().numpy()
 
 
-def greedy(path: str | Path, ids: list[int], n: int) -> list[int]:
-    """``n`` greedy tokens from the reference (no stop token)."""
+def all_logits(path: str | Path, ids: list[int]) -> np.ndarray:
+    """fp32 logits at every position of ``ids``, shape (len(ids), vocab)."""
     import torch
 
     _, model = load_reference(str(path))
     with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=n, min_new_tokens=n, do_sample=False,
-                             pad_token_id=0)
+        return model(torch.tensor([ids])).logits[0].float().numpy()
+
+
+def greedy(path: str | Path, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:
+    """Up to ``n`` greedy tokens from the reference; stops after a token in ``stop_ids`` (kept)."""
+    import torch
+
+    _, model = load_reference(str(path))
+    kw = {"eos_token_id": stop_ids} if stop_ids else {"min_new_tokens": n}
+    with torch.inference_mode():
+        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False, pad_token_id=0,
+                             attention_mask=torch.ones(1, len(ids), dtype=torch.long), **kw)
     return out[0, len(ids):].tolist()
+
+
+def chat_ids(path: str | Path, user: str) -> list[int]:
+    """Token ids of a one-turn chat prompt through the checkpoint's own chat template."""
+    tok, _ = load_reference(str(path))
+    ids = tok.apply_chat_template([{"role": "user", "content": user}], add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+def decode(path: str | Path, ids: list[int]) -> str:
+    tok, _ = load_reference(str(path))
+    return tok.decode(ids, skip_special_tokens=True)

@@ -46,6 +46,10 @@ def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 128, h
     if hidden // heads < 32:
         raise TutorialError("tiny configs need head_dim >= 32 (the CPU attention rejects 16)")
     cfg = dict(config)
+    if "kv_channels" in cfg:  # first-generation QWen: no GQA, fused MLP width = intermediate / 2
+        cfg.update(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                   kv_channels=hidden // heads, intermediate_size=2 * intermediate)
+        return cfg
     cfg.update(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                num_key_value_heads=kv_heads, intermediate_size=intermediate)
     if "max_window_layers" in cfg:
