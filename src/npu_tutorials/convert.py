@@ -65,7 +65,17 @@ def qwen2_config(cfg: dict[str, Any]) -> dict[str, Any]:
         "eos_token_id": 151643,
         "torch_dtype": "bfloat16",
         "use_cache": True,
+        "transformers_version": _transformers_version(),
     }
+
+
+def _transformers_version() -> str:
+    try:
+        import importlib.metadata as md
+
+        return md.version("transformers")
+    except Exception:
+        return "5.0.0"
 
 
 def check_qwen_checkpoint(src: Path) -> dict[str, Any]:

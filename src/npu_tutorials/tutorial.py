@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import accuracy, bench, plots
+from . import accuracy, bench, consistency, plots, tasks
 from .backend import describe_environment, detect_backend
 from .cards import BenchProfile, load_card
-from .commands import build_env, format_command, server_argv
+from .commands import CONVERTED_ARCHS, build_env, format_command, server_argv
 from .errors import TutorialError
 from .results import artifacts_dir, git_commit, now_utc, write_results
 from .server import VLLMServer, check_port_free, free_port, tail
@@ -52,6 +52,16 @@ def choose_port() -> int:
     return free_port(HOST)
 
 
+def _vllm_supports(arch: str) -> bool:
+    """Whether the installed vLLM registers ``arch`` (imports vLLM; no engine is started)."""
+    try:
+        from vllm.model_executor.models import ModelRegistry
+
+        return arch in ModelRegistry.get_supported_archs()
+    except Exception:
+        return False
+
+
 class Tutorial:
     def __init__(self, key: str):
         self.t0 = time.monotonic()
@@ -63,6 +73,8 @@ class Tutorial:
         self.mode = weights_mode()
         self.weights: Weights | None = None
         self.server: VLLMServer | None = None
+        self.serve_path: Path | None = None  # what the engine loads (converted, where needed)
+        self.route = "as is"
         self.results: dict = {}
         self.artifacts = artifacts_dir() / self.card.key
         self.artifacts.mkdir(parents=True, exist_ok=True)
@@ -110,6 +122,58 @@ class Tutorial:
                 "Stand-in weights: generated text is random and task accuracy means nothing; "
                 "speed and engine-vs-reference agreement are still real measurements of this network's shape.")
         return Table(["item", "value"], rows, caption="Weights used by this build", note=note)
+
+    def properties_table(self) -> Table:
+        """The model's property table, from the card and its config (inferred fields marked)."""
+        cfg = self.card.config
+        inferred = set(self.card.stand_in.inferred_fields)
+        def val(key):  # noqa: E306
+            return f"{cfg[key]} (inferred)" if key in inferred else cfg[key]
+        kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+        rows = [["architecture", self.card.architecture], ["parameters", self.card.parameters or "–"],
+                ["hidden size", val("hidden_size")], ["attention heads", f"{cfg['num_attention_heads']} ({kv} KV)"],
+                ["layers", val("num_hidden_layers")],
+                ["max position embeddings", val("max_position_embeddings")],
+                ["vocabulary", val("vocab_size")], ["model type", "causal language model (decoder only)"],
+                ["weights source", " / ".join(f"{h}: {r.id}" for h, r in
+                                              (("ModelScope", self.card.hub.modelscope),
+                                               ("Hugging Face", self.card.hub.huggingface)) if r)]]
+        note = (f"Fields marked inferred are not in the model's published config: {', '.join(sorted(inferred))}."
+                if inferred else "")
+        return Table(["property", "value"], rows, caption=f"{self.card.name}", note=note)
+
+    def prepare_serving_checkpoint(self) -> Table:
+        """Decide how the engine loads the weights: as is, natively with remote code, or converted."""
+        w = self._need_weights()
+        arch = self.card.architecture
+        why = ""
+        self.serve_path, self.route = w.path, "as is"
+        if arch in CONVERTED_ARCHS:
+            from .convert import ensure_converted
+
+            native_ok = _vllm_supports(arch)
+            if native_ok and w.is_real:
+                self.route = "native (--trust-remote-code)"
+                why = f"the installed vLLM still registers {arch} and the real checkpoint ships its remote code"
+            else:
+                self.serve_path, self.route = ensure_converted(w.path), f"converted to {CONVERTED_ARCHS[arch]}"
+                why = (f"the installed vLLM has no {arch} (removed after 0.23.0)" if not native_ok else
+                       "stand-in checkpoints carry no remote code")
+        self.results["serving_checkpoint"] = {"route": self.route, "path": str(self.serve_path), "why": why}
+        rows = [["route", self.route], ["engine loads", str(self.serve_path)]] + ([["why", why]] if why else [])
+        return Table(["", ""], rows, caption="How this build serves the checkpoint")
+
+    @property
+    def reference_path(self) -> Path:
+        """The checkpoint the fp32 CPU reference loads: the converted one where there is one.
+
+        (tests/test_convert.py proves transformers' Qwen2 on converted weights equals an
+        independent forward of the original architecture.)"""
+        if self.card.architecture in CONVERTED_ARCHS:
+            from .convert import ensure_converted
+
+            return ensure_converted(self._need_weights().path)
+        return self._need_weights().path
 
     def _need_weights(self) -> Weights:
         if self.weights is None:
@@ -165,10 +229,13 @@ class Tutorial:
     # -- serving ---------------------------------------------------------------------
     def start_server(self, extra: list[str] | None = None) -> VLLMServer:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
-        w = self._need_weights()
+        self._need_weights()
+        if self.serve_path is None:
+            self.prepare_serving_checkpoint()
         port = choose_port()
         extra = accuracy.RAW_LOGITS_FLAGS + list(extra or [])
-        argv = server_argv(self.card, w.path, self.backend, host=HOST, port=port, extra=extra)
+        argv = server_argv(self.card, self.serve_path, self.backend, host=HOST, port=port, extra=extra,
+                           native=self.route.startswith("native") or self.card.architecture not in CONVERTED_ARCHS)
         self.server = VLLMServer(argv, host=HOST, port=port, env=build_env(self.card, self.backend),
                                  log_path=self.artifacts / "server.log")
         self.server.start()
@@ -188,10 +255,17 @@ class Tutorial:
 
     def curl_command(self) -> str:
         f = self.card.functional
-        body = json.dumps({"model": self.card.serve.served_model_name, "prompt": f.prompt,
-                           "max_tokens": f.max_tokens, "temperature": f.temperature}, ensure_ascii=False, indent=2)
-        return (f"curl {self._need_server().base_url}/v1/completions \\\n"
-                f"  -H 'Content-Type: application/json' \\\n  -d {shlex.quote(body)}")
+        body = {"model": self.card.serve.served_model_name, "max_tokens": f.max_tokens, "temperature": f.temperature}
+        if f.endpoint == "chat":
+            body = {"model": body["model"], "messages": [{"role": "user", "content": f.prompt}], **body}
+            path = "/v1/chat/completions"
+        else:
+            body = {"model": body["model"], "prompt": f.prompt, **body}
+            path = "/v1/completions"
+        base = self._need_server().base_url
+        text = json.dumps(body, ensure_ascii=False, indent=2)
+        return (f"# readiness\ncurl -sf {base}/v1/models\n# request\ncurl -s {base}{path} \\\n"
+                f"  -H 'Content-Type: application/json' \\\n  -d {shlex.quote(text)}")
 
     def record_completion(self, prompt: str, completion) -> Table:
         """Record an OpenAI completion object from the functional check; show prompt, text, usage."""
@@ -205,6 +279,22 @@ class Tutorial:
                 ["usage", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"]]
         note = "" if self._need_weights().is_real else "Stand-in weights: the text is random tokens by design."
         return Table(["", ""], rows, caption="Functional check through the OpenAI client", note=note)
+
+    def record_chat(self, prompt: str, completion) -> Table:
+        """Record an OpenAI chat completion from the functional check; show prompt, reply, usage."""
+        text = completion.choices[0].message.content
+        u = completion.usage
+        self.results["functional"] = {"prompt": prompt, "model": completion.model, "text": text,
+                                      "finish_reason": completion.choices[0].finish_reason,
+                                      "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+        reported = self.card.reported.figures.get("chat", {}).get("reply")
+        rows = [["user", prompt], ["assistant (this build)", text],
+                ["finish reason", completion.choices[0].finish_reason],
+                ["usage", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion tokens"]]
+        if reported:
+            rows.append([f"assistant (reported, {self.card.reported.hardware})", reported])
+        note = "" if self._need_weights().is_real else "Stand-in weights: the reply is random tokens by design."
+        return Table(["", ""], rows, caption="Chat request through the OpenAI client", note=note)
 
     # -- performance -----------------------------------------------------------------
     def bench_command(self) -> str:
@@ -223,7 +313,7 @@ class Tutorial:
         return res
 
     def bench_table(self, res: bench.BenchResult, reported_key: str | None = None) -> Table:
-        reported = self.card.reported.figures.get(reported_key or "", {})
+        reported = self.card.reported.figures.get(reported_key or "bench", {})
         cols = ["metric", "this build", "unit"] + ([f"reported ({self.card.reported.hardware})"] if reported else [])
         rows = []
         for label, key, unit in bench.SUMMARY_ROWS:
@@ -271,6 +361,103 @@ class Tutorial:
     def logits_plot(self, rep: accuracy.LogitsReport):
         return plots.logits_error(rep, f"{self.card.name}: {self.backend} engine ({self.card.serve.dtype}) "
                                        "vs fp32 CPU reference")
+
+    def forward_consistency(self) -> consistency.ConsistencyReport:
+        check = self.card.accuracy.consistency
+        w = self._need_weights()
+        rep = consistency.forward_consistency(self._need_server(), self.card.serve.served_model_name,
+                                              self.reference_path, check, self.card.vocab_size, w.is_real)
+        self.results["forward_consistency"] = rep.to_dict()
+        return rep
+
+    def consistency_table_with_reported(self, rep: consistency.ConsistencyReport) -> Table:
+        r = self.card.reported.figures.get("consistency", {})
+        rows = [["top-1 agreement, all positions (%)", rep.top1_pct, r.get("top1_pct")],
+                ["perplexity relative difference (%)", rep.ppl_rel_diff_pct, r.get("ppl_rel_diff_pct")],
+                ["cosine (full-vocabulary logits)", fmt(rep.cosine, 7), "–"],
+                ["hidden-state cosine", "not measured", r.get("hidden_cosine")],
+                ["KL divergence (nats)", rep.kl_nats, r.get("kl")]]
+        return Table(["metric", f"this build ({self.backend} engine vs fp32 CPU)",
+                      f"reported ({self.card.reported.hardware})"], rows,
+                     caption=f"One forward pass over {rep.num_tokens} tokens",
+                     note="The server does not expose hidden states, so this build compares the logits "
+                          "(the last layer's hidden state times lm_head) instead. Reported figures are "
+                          f"cited from {self.card.reported.source}, not measured here.")
+
+    def _stop_ids(self) -> list[int] | None:
+        p = self.serve_path or self._need_weights().path
+        gen = json.loads((p / "generation_config.json").read_text()) if (p / "generation_config.json").is_file() else {}
+        eos = gen.get("eos_token_id")
+        return eos if isinstance(eos, list) else ([eos] if eos is not None else None)
+
+    def text_consistency(self) -> list[consistency.TextRow]:
+        qa = self.card.accuracy.qa
+        rows = consistency.text_consistency(self._need_server(), self.card.serve.served_model_name,
+                                            self.reference_path, [i.prompt for i in qa.items], qa.max_tokens,
+                                            chat=True, stop_ids=self._stop_ids())
+        exact = sum(r.exact for r in rows)
+        similar = sum((not r.exact) and r.similarity >= 0.5 for r in rows)
+        self.results["text_consistency"] = {"rows": [r.to_dict() for r in rows], "exact": exact,
+                                            "similar": similar, "total": len(rows)}
+        return rows
+
+    def text_table(self, rows) -> Table:
+        t = consistency.text_table(rows, self._need_weights().is_real)
+        r = self.card.reported.figures.get("text_consistency")
+        exact = sum(x.exact for x in rows)
+        t.caption += f": {exact} / {len(rows)} exact"
+        if r:
+            t.caption += f" (reported: {r['exact']} / {r['total']} exact, {r['similar']} similar)"
+        return t
+
+    def qa_scores(self, rows) -> Table:
+        qa = self.card.accuracy.qa
+        table, correct = tasks.qa_table(qa.items, [r.engine_text for r in rows], self._need_weights().is_real)
+        rep = self.card.reported.figures.get("qa")
+        if rep:
+            table.caption += f" (reported: {rep['correct']} / {rep['total']})"
+        self.results["qa"] = {"correct": correct, "total": len(qa.items),
+                              "meaningful_for_model_quality": self._need_weights().is_real}
+        return table
+
+    def gsm(self) -> Table:
+        g = self.card.accuracy.gsm
+        size = g.profiles[self.profile_name]
+        source, problems = tasks.gsm_problems(size.num_problems, g.seed)
+        srv, model = self._need_server(), self.card.serve.served_model_name
+        outs = consistency.parallel(lambda p: srv.post("/v1/chat/completions", {
+            "model": model, "messages": [{"role": "user", "content": tasks.GSM_INSTRUCTION + p.question}],
+            "temperature": 0.0, "max_tokens": size.max_tokens})["choices"][0]["message"]["content"], problems, 20)
+        ok = [tasks.gsm_correct(o, p.answer) for o, p in zip(outs, problems)]
+        real = self._need_weights().is_real
+        self.results["gsm"] = {"source": source, "correct": sum(ok), "total": len(ok), "max_tokens": size.max_tokens,
+                               "accuracy_pct": 100 * sum(ok) / len(ok), "meaningful_for_model_quality": real}
+        rep = self.card.reported.figures.get("gsm8k", {})
+        rows = [["problems", source, "GSM8K, first 20"], ["answered correctly", f"{sum(ok)} / {len(ok)}",
+                 f"{rep.get('correct')} / {rep.get('total')}"],
+                ["accuracy", f"{100 * sum(ok) / len(ok):.1f} %", f"{rep.get('accuracy_pct')} %"],
+                ["max new tokens", size.max_tokens, "–"]]
+        note = ("Stand-in (random) weights: 0 % here is expected and says nothing about the model; "
+                "the pipeline (problems, generation, answer extraction, scoring) is what ran. "
+                if not real else "") + f"Reported figures are cited from {self.card.reported.source}."
+        return Table(["", "this build", f"reported ({self.card.reported.hardware})"], rows,
+                     caption="GSM-style math word problems, greedy", note=note)
+
+    def gsm_examples(self, n: int = 2) -> Table:
+        g = self.card.accuracy.gsm
+        _, problems = tasks.gsm_problems(g.profiles[self.profile_name].num_problems, g.seed)
+        return Table(["question", "answer"], [[p.question, p.answer] for p in problems[:n]],
+                     caption="The first problems of the set")
+
+    def e2e_config(self) -> str:
+        from .e2e import e2e_config
+
+        text = e2e_config(self.card)
+        path = self.artifacts / f"{self.card.name}.yaml"
+        path.write_text(text)
+        self._publish(path, path.name)
+        self.results["e2e_config"] = path.name
+        return text
 
     # -- wrap-up ---------------------------------------------------------------------
     def _publish(self, path: Path, name: str) -> None:

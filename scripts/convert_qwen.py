@@ -1,0 +1,34 @@
+#!/usr/bin/env python
+"""Convert a first-generation QWen checkpoint (QWenLMHeadModel) to the Qwen2 layout.
+
+  python scripts/convert_qwen.py SRC DST
+
+SRC is a Qwen-1_8B-Chat-style folder (config.json, qwen.tiktoken, *.safetensors);
+DST must not exist.  The result is served by any vLLM without --trust-remote-code.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from npu_tutorials.errors import TutorialError, run_cli  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src", type=Path)
+    ap.add_argument("dst", type=Path)
+    a = ap.parse_args()
+    if a.dst.exists():
+        raise TutorialError(f"{a.dst} already exists; give a new folder")
+    from npu_tutorials.convert import convert_checkpoint
+
+    out = convert_checkpoint(a.src, a.dst)
+    print(f"converted {a.src} -> {out} (Qwen2ForCausalLM; serve it without --trust-remote-code)")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)
