@@ -131,3 +131,31 @@ srv.start()
     p.wait(timeout=60)
     time.sleep(0.5)
     assert not _group_alive(child), "the server's process group outlived Ctrl-C"
+
+
+def test_short_sweeps_through_the_real_engine(server, card, tiny, tmp_path):
+    from npu_tutorials.cards import Sweep
+    from npu_tutorials.efficiency import scaling
+    from npu_tutorials.sweeps import concurrency_sweep, input_length_sweep
+
+    sw = Sweep(input_lens=[16, 48], sweep_output_len=3, requests_per_point=2, concurrency=[1, 2],
+               baseline_new_tokens=2)
+    rows = input_length_sweep(server, sw, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                              out_dir=tmp_path)
+    assert [r["input_len"] for r in rows] == [16, 48]
+    assert all(r["prefill_ms"] > 0 and r["tpot_ms"] > 0 and r["ttft_concurrent_ms"] > 0 for r in rows)
+    conc = concurrency_sweep(server, sw, BenchProfile(num_prompts=2, input_len=16, output_len=4),
+                             model=card.serve.served_model_name, tokenizer=str(tiny.path), out_dir=tmp_path)
+    assert [r["concurrency"] for r in conc] == [1, 2] and all(r["completed"] == 2 * r["concurrency"] for r in conc)
+    sc = scaling({r["concurrency"]: r["output_throughput"] for r in conc})
+    assert sc[1] == {"speedup": 1.0, "efficiency": 1.0} and sc[2]["speedup"] > 0
+
+
+def test_greedy_agreement_on_the_engine(server, card, tiny):
+    from npu_tutorials.consistency import text_consistency
+
+    rows = text_consistency(server, card.serve.served_model_name, tiny.path, ["The capital of France is"], 6,
+                            chat=False)
+    r = rows[0].to_dict()
+    assert len(rows[0].engine_ids) == len(rows[0].reference_ids) == 6
+    assert 0 <= r["match_rate"] <= 1 and (r["first_divergence"] is None) == (r["match_rate"] == 1.0)

@@ -155,6 +155,23 @@ class Accuracy(_Strict):
     greedy: GreedyCheck | None = None
 
 
+class Sweep(_Strict):
+    """Latency-vs-input-length and throughput-vs-concurrency sweeps (vllm bench serve)."""
+
+    input_lens: list[int] = Field(min_length=1)
+    sweep_output_len: int = Field(gt=1)
+    requests_per_point: int = Field(gt=0)
+    concurrency: list[int] = Field(min_length=1)
+    baseline_new_tokens: int = Field(gt=0)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _starts_at_one(cls, v: list[int]) -> list[int]:
+        if v[0] != 1 or sorted(v) != v:
+            raise ValueError("concurrency must start at 1 and increase (scaling is relative to 1)")
+        return v
+
+
 class Reported(_Strict):
     """Figures published in the original evaluation report."""
 
@@ -176,6 +193,7 @@ class Card(_Strict):
     functional: Functional
     benchmark: Benchmark
     accuracy: Accuracy = Accuracy()
+    sweeps: dict[Literal["full", "quick"], Sweep] | None = None
     reported: Reported
 
     @field_validator("config_dir")

@@ -59,3 +59,53 @@ def logits_error(report, title: str):
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def sweeps(length_rows: list[dict], conc_rows: list[dict], title: str):
+    """Prefill / decode / TTFT against input length, and throughput against concurrency."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    L = [r["input_len"] for r in length_rows]
+    axes[0].plot(L, [r["prefill_ms"] for r in length_rows], "o-", label="prefill (TTFT, alone)")
+    axes[0].plot(L, [r["ttft_concurrent_ms"] for r in length_rows], "s--",
+                 label=f"TTFT, {length_rows[0]['concurrent_requests']} at once (chunked prefill)")
+    axes[0].set_xlabel("input tokens")
+    axes[0].set_ylabel("ms")
+    axes[0].set_xscale("log", base=2)
+    axes[0].legend(fontsize=8)
+    axes[0].set_title("time to first token", fontsize=10)
+    axes[1].plot(L, [r["tpot_ms"] for r in length_rows], "o-", color="#b5523b")
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_xlabel("input tokens")
+    axes[1].set_ylabel("ms per output token")
+    axes[1].set_title("decode latency (TPOT, alone)", fontsize=10)
+    c = [r["concurrency"] for r in conc_rows]
+    thr = [r["output_throughput"] for r in conc_rows]
+    axes[2].plot(c, thr, "o-", label="measured")
+    axes[2].plot(c, [thr[0] * n for n in c], ":", color="gray", label="linear from concurrency 1")
+    axes[2].set_xscale("log", base=2)
+    axes[2].set_xlabel("concurrent requests")
+    axes[2].set_ylabel("output tokens/s")
+    axes[2].legend(fontsize=8)
+    axes[2].set_title("throughput scaling", fontsize=10)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def greedy_agreement(rows, title: str):
+    """Per prompt: 20-token match rate, and where the sequences first diverge."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    names = [r.prompt[:28] + ("…" if len(r.prompt) > 28 else "") for r in rows]
+    rates = [100 * r.to_dict()["match_rate"] for r in rows]
+    bars = ax.barh(names, rates, color="#3a6ea5")
+    for b, r in zip(bars, rows):
+        label = "identical" if r.first_divergence is None else f"diverges at token {r.first_divergence}"
+        ax.text(min(b.get_width() + 1, 75), b.get_y() + b.get_height() / 2, label, va="center", fontsize=8)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("position-wise match of the greedy tokens (%)")
+    ax.invert_yaxis()
+    ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    return fig

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import accuracy, bench, consistency, plots, tasks
+from . import accuracy, bench, consistency, efficiency, plots, sweeps, tasks
 from .backend import describe_environment, detect_backend
 from .cards import BenchProfile, load_card
 from .commands import CONVERTED_ARCHS, build_env, format_command, server_argv
@@ -458,6 +458,148 @@ class Tutorial:
         self._publish(path, path.name)
         self.results["e2e_config"] = path.name
         return text
+
+    # -- greedy agreement, sweeps, efficiency ---------------------------------------------
+    def greedy_agreement(self) -> list[consistency.TextRow]:
+        g = self.card.accuracy.greedy
+        rows = consistency.text_consistency(self._need_server(), self.card.serve.served_model_name,
+                                            self.reference_path, g.prompts, g.num_tokens, chat=False)
+        self.results["greedy_agreement"] = {
+            "num_tokens": g.num_tokens, "rows": [r.to_dict() for r in rows],
+            "first_token_agreement_pct": 100 * sum(r.engine_ids[:1] == r.reference_ids[:1] for r in rows) / len(rows),
+            "mean_match_rate_pct": 100 * sum(r.to_dict()["match_rate"] for r in rows) / len(rows)}
+        return rows
+
+    def greedy_table(self, rows) -> Table:
+        t = Table(["prompt", "first token", f"{self.card.accuracy.greedy.num_tokens}-token match",
+                   "first divergence", "ref. top-1/top-2 gap there", "max |logit err| (typical bf16)"],
+                  [[r.prompt, "same" if r.engine_ids[:1] == r.reference_ids[:1] else "differs",
+                    f"{100 * r.to_dict()['match_rate']:.0f} %",
+                    "–" if r.first_divergence is None else f"token {r.first_divergence}", r.margin_at_divergence,
+                    self._typical_err] for r in rows],
+                  caption="Greedy decoding: engine (bf16) vs fp32 CPU reference")
+        s = self.results["greedy_agreement"]
+        t.caption += (f": first-token agreement {s['first_token_agreement_pct']:.0f} %, "
+                      f"mean match {s['mean_match_rate_pct']:.0f} %")
+        if not self._need_weights().is_real:
+            t.note = ("Stand-in (random) weights: next-token distributions are nearly flat, so the best two logits "
+                      "are often closer than bf16's rounding error; where the gap at the divergence point is "
+                      "below the typical error, the flip is rounding, not a wrong kernel. After the first "
+                      "different token the two continue from different texts.")
+        return t
+
+    @property
+    def _typical_err(self) -> float | None:
+        """Largest |engine - reference| logit error at the first greedy position (measured here)."""
+        if not hasattr(self, "_err_cache"):
+            g = self.card.accuracy.greedy
+            ids = consistency.reference.tokenize(self.reference_path, g.prompts[0])
+            eng = accuracy.engine_last_logits(self._need_server(), self.card.serve.served_model_name, ids,
+                                              self.card.vocab_size)
+            ref = consistency.reference.last_logits(self.reference_path, ids)[: self.card.vocab_size]
+            self._err_cache = float(abs(eng - ref).max())
+            self.results.setdefault("greedy_agreement", {})["typical_max_abs_err"] = self._err_cache
+        return self._err_cache
+
+    @property
+    def sweep(self):
+        if not self.card.sweeps:
+            raise TutorialError(f"cards/{self.card.key}.yaml has no sweeps section")
+        return self.card.sweeps[self.profile_name]
+
+    def input_length_sweep(self) -> list[dict]:
+        rows = sweeps.input_length_sweep(self._need_server(), self.sweep, model=self.card.serve.served_model_name,
+                                         tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps")
+        self.results["input_length_sweep"] = rows
+        return rows
+
+    def concurrency_sweep(self) -> list[dict]:
+        rows = sweeps.concurrency_sweep(self._need_server(), self.sweep, self.profile,
+                                        model=self.card.serve.served_model_name, tokenizer=str(self.serve_path),
+                                        out_dir=self.artifacts / "sweeps")
+        sc = efficiency.scaling({r["concurrency"]: r["output_throughput"] for r in rows})
+        for r in rows:
+            r.update(sc[r["concurrency"]])
+        self.results["concurrency_sweep"] = rows
+        return rows
+
+    def length_table(self, rows) -> Table:
+        return Table(["input tokens", "prefill latency (ms)", "TPOT (ms)",
+                      f"TTFT, {rows[0]['concurrent_requests']} at once (ms)", "p99 of that (ms)"],
+                     [[r["input_len"], r["prefill_ms"], r["tpot_ms"], r["ttft_concurrent_ms"],
+                       r["ttft_concurrent_p99_ms"]] for r in rows],
+                     caption=f"Latency against input length ({self.sweep.sweep_output_len} output tokens, "
+                             f"{self.profile_name} profile)")
+
+    def concurrency_table(self, rows) -> Table:
+        rep = self.card.reported.figures.get("scaling", {})
+        last = rows[-1]
+        note = (f"Reported ({self.card.reported.hardware}): {rep['speedup_16']}x at 16, "
+                f"{rep['efficiency_16_pct']} % efficiency; cited from {self.card.reported.source}, not measured here."
+                if rep else "")
+        return Table(["concurrency", "output tok/s", "speedup vs 1", "efficiency", "mean TPOT (ms)", "mean TTFT (ms)"],
+                     [[r["concurrency"], r["output_throughput"], f"{r['speedup']:.2f}x",
+                       f"{100 * r['efficiency']:.1f} %", r["mean_tpot_ms"], r["mean_ttft_ms"]] for r in rows],
+                     caption=f"Throughput against concurrency: {last['speedup']:.2f}x at {last['concurrency']} "
+                             f"({100 * last['efficiency']:.1f} % efficiency)", note=note)
+
+    def sweep_plot(self, length_rows, conc_rows):
+        return plots.sweeps(length_rows, conc_rows, f"{self.card.name} on {self.backend} ({self.card.serve.dtype}, "
+                                                    f"chunked prefill, {self.profile_name} profile)")
+
+    def greedy_plot(self, rows):
+        return plots.greedy_agreement(rows, f"{self.card.name}: greedy {self.card.accuracy.greedy.num_tokens} tokens, "
+                                            f"{self.backend} engine vs fp32 CPU")
+
+    def efficiency(self, conc_rows: list[dict]) -> Table:
+        """Roofline fraction at concurrency 1, and the speedup over plain transformers ``generate``."""
+        w = self._need_weights()
+        bw, bw_source = efficiency.device_bandwidth(self.backend, self.env.device_name)
+        wb = efficiency.weight_bytes(self.serve_path or w.path)
+        one = next(r for r in conc_rows if r["concurrency"] == 1)
+        roof = efficiency.roofline(wb, one["mean_tpot_ms"], bw)
+        device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
+        top = max(r["concurrency"] for r in conc_rows)
+        base = {}
+        for batch in sorted({1, top}):
+            base[batch] = efficiency.hf_generate_throughput(self.serve_path or w.path, batch, self.profile.input_len,
+                                                            self.sweep.baseline_new_tokens, device)
+        vllm_thr = {r["concurrency"]: r["output_throughput"] for r in conc_rows}
+        speedup = {b: vllm_thr[b] / base[b]["output_tokens_per_s"] for b in base}
+        self.results["efficiency"] = {"roofline": roof, "bandwidth_source": bw_source, "hf_baseline": base,
+                                      "speedup_vs_transformers": speedup}
+        gb = 1e9
+        rows = [["weights read per decoded token", f"{wb / gb:.2f} GB"],
+                ["TPOT at concurrency 1 (vLLM)", f"{one['mean_tpot_ms']:.1f} ms"],
+                ["achieved weight bandwidth", f"{roof['achieved_bytes_per_s'] / gb:.1f} GB/s"],
+                ["device bandwidth", f"{bw / gb:.1f} GB/s ({bw_source})" if bw else bw_source],
+                ["roofline (tokens/s at concurrency 1)", fmt(roof["roofline_tokens_per_s"])],
+                ["fraction of the roofline reached",
+                 f"{100 * roof['fraction']:.1f} %" if roof["fraction"] is not None else "–"]]
+        for b in sorted(base):
+            rows.append([f"transformers generate, batch {b} (bf16)",
+                         f"{base[b]['output_tokens_per_s']:.2f} tok/s ({base[b]['new_tokens']} new tokens)"])
+            rows.append([f"vLLM speedup at concurrency {b}", f"{speedup[b]:.2f}x"])
+        return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers baseline",
+                     note="Decoding at concurrency 1 reads every weight once per token, so weight bytes / TPOT is "
+                          "the bandwidth achieved. The baseline is the same checkpoint through transformers "
+                          "generate on the same device, in this build.")
+
+    def known_limitations(self) -> Table:
+        """Warnings the server printed in this build (deduplicated): what this backend ignored or lacked."""
+        import re
+
+        log = self._need_weights() and (self.artifacts / "server.log")
+        seen: dict[str, str] = {}
+        for line in log.read_text(errors="replace").splitlines() if log.is_file() else []:
+            m = re.search(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)", line)
+            if m:
+                msg = re.sub(r"\d+(\.\d+)?", "N", m.group(2))[:220]
+                seen.setdefault(msg, m.group(2)[:220])
+        rows = [[v] for v in seen.values()]
+        self.results["server_warnings"] = list(seen.values())
+        return Table(["warning printed by the vLLM server in this build"], rows or [["(none)"]],
+                     caption=f"What the {self.backend} backend reported while serving")
 
     # -- wrap-up ---------------------------------------------------------------------
     def _publish(self, path: Path, name: str) -> None:

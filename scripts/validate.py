@@ -1,0 +1,42 @@
+#!/usr/bin/env python
+"""Quick validation: load the model in the vLLM server and answer one request.
+
+  python scripts/validate.py MODEL          (e.g. palmyra-mini)
+
+Uses the same controls as the site (TUTORIAL_BACKEND, TUTORIAL_WEIGHTS,
+TUTORIAL_MODEL_PATH_<MODEL>); exits 0 when the server answered.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from npu_tutorials.errors import run_cli  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    a = ap.parse_args()
+    from npu_tutorials.tutorial import Tutorial
+
+    tut = Tutorial(a.model)
+    tut.prepare_weights()
+    tut.prepare_serving_checkpoint()
+    try:
+        srv = tut.start_server()
+        f = tut.card.functional
+        r = srv.post("/v1/completions", {"model": tut.card.serve.served_model_name, "prompt": f.prompt,
+                                         "max_tokens": 16, "temperature": 0})
+        print(f"backend {tut.backend}, {tut.weights.label()}")
+        print(f"server ready in {srv.startup_s:.0f} s; {f.prompt!r} -> {r['choices'][0]['text']!r}")
+    finally:
+        if tut.server:
+            tut.server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)
