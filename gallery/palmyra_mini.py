@@ -47,7 +47,8 @@ tut.weights_table()
 #
 # .. include:: /_generated/palmyra-mini/deploy.rst
 #
-# The exact command of this build:
+# The exact command of this build (on a CPU without native bf16 it serves in
+# float32, and says so):
 tut.prepare_serving_checkpoint()
 server = tut.start_server()
 print(tut.server_command())
@@ -57,7 +58,7 @@ print(f"ready after {server.startup_s:.0f} s")
 # Accuracy: greedy agreement with the CPU
 # ---------------------------------------
 # Five prompts of different lengths and content, 20 greedy tokens each, on
-# the engine (bf16) and on the fp32 CPU reference fed the same token ids.
+# the engine and on the fp32 CPU reference fed the same token ids.
 greedy = tut.greedy_agreement()
 tut.greedy_table(greedy)
 

@@ -116,8 +116,9 @@ tut.bench_plot(result)
 # The report compared the full-vocabulary logits at the last position of
 # three prompts of 5 to 7 tokens between the NPU and a CPU run of the same
 # weights.  Here the engine's side comes from the serving engine itself
-# (bf16) and the reference is transformers in fp32 on the CPU, fed the same
-# token ids.
+# (bf16 on an accelerator; float32 on a CPU without native bf16, as the
+# conditions table says) and the reference is transformers in fp32 on the
+# CPU, fed the same token ids.
 acc = tut.logits_agreement()
 acc.table()
 
@@ -146,7 +147,9 @@ tut.finish()
 # **The report passes** ``--task generate``. Current vLLM has no ``--task``
 # flag; a generative model is served as such by default.
 #
-# **Which dtype?** bf16, as in the report.  Qwen2.5 supports 32,768 tokens of
+# **Which dtype?** bf16, as in the report.  On a CPU without AVX512-BF16 or
+# AMX, bf16 matrix products are emulated and several times slower than fp32,
+# so a CPU build serves in float32 and says so on the page.  Qwen2.5 supports 32,768 tokens of
 # context; ``--max-model-len 8192`` keeps the KV cache small.
 #
 # **Dummy weights.** The report measured speed with ``--load-format dummy``.

@@ -49,9 +49,12 @@ def check(build: Path, only: str = "") -> list[str]:
             problems.append(f"{stem}: wall time {prov['wall_time_s']} s: the tutorial did not run")
         elif prov["built_at"] not in html or prov["git_commit"] not in html:
             problems.append(f"{stem}: the page's provenance does not match {res.name} (stale page or JSON)")
-        for section in ("environment", "weights", "benchmark"):
-            if section not in doc.get("results", {}):
+        results = doc.get("results", {})
+        for section in ("environment", "weights", "server"):
+            if section not in results:
                 problems.append(f"{stem}: results JSON lacks '{section}'")
+        if not {"benchmark", "concurrency_sweep"} & set(results):
+            problems.append(f"{stem}: results JSON has no performance measurement")
     return problems
 
 

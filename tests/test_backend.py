@@ -59,3 +59,12 @@ def test_cpu_environment_report():
     assert rows["backend"] == "cpu"
     assert rows["torch"] and "vllm" in rows
     assert env.cpu_count >= 1
+
+
+def test_engine_dtype_on_cpus_without_native_bf16(monkeypatch):
+    monkeypatch.setattr(backend, "cpu_has_native_bf16", lambda: False)
+    dtype, why = backend.engine_dtype("bfloat16", "cpu")
+    assert dtype == "float32" and "AVX512-BF16" in why
+    assert backend.engine_dtype("bfloat16", "npu") == ("bfloat16", "")
+    monkeypatch.setattr(backend, "cpu_has_native_bf16", lambda: True)
+    assert backend.engine_dtype("bfloat16", "cpu") == ("bfloat16", "")

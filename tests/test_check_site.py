@@ -11,7 +11,7 @@ PROV = {"built_at": "2026-11-29T10:00:00+00:00", "git_commit": "abc123", "backen
         "versions": {"vllm": "0.32.0"}, "weights": "stand-in", "profile": "quick", "wall_time_s": 12.5}
 
 
-def _site(tmp_path, html, prov=PROV, sections=("environment", "weights", "benchmark")):
+def _site(tmp_path, html, prov=PROV, sections=("environment", "weights", "server", "benchmark")):
     page = tmp_path / "html" / "tutorials" / "models" / "qwen2_5_0_5b.html"
     page.parent.mkdir(parents=True)
     page.write_text(html)
@@ -40,7 +40,8 @@ def test_missing_figure_tables_and_provenance(tmp_path):
     problems = check_site.check(_site(tmp_path, html, prov, sections=("environment",)), "qwen2_5")
     text = "\n".join(problems)
     assert "fewer than 3 result tables" in text and "no figure" in text
-    assert "lacks provenance ['git_commit']" in text and "lacks 'benchmark'" in text
+    assert "lacks provenance ['git_commit']" in text and "lacks 'weights'" in text
+    assert "no performance measurement" in text
 
 
 def test_stale_results_json_fails(tmp_path):

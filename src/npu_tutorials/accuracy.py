@@ -68,7 +68,7 @@ class LogitsReport:
             note = (f"{len(flips)} prompt(s) changed their top-1 token; there the reference's gap between its two "
                     f"best tokens ({', '.join(fmt(r['reference_top2_margin']) for r in flips)}) is smaller than the "
                     f"largest logit error ({', '.join(fmt(r['max_abs_err']) for r in flips)}): a near-tie that "
-                    "bf16 rounding can flip.")
+                    "the engine's rounding can flip.")
         return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
                      note=note)
 

@@ -173,8 +173,8 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
     return rows
 
 
-def text_table(rows: list[TextRow], real_weights: bool) -> Table:
-    t = Table(["prompt", "engine (bf16)", "reference (fp32 CPU)", "exact", "first diverging token",
+def text_table(rows: list[TextRow], real_weights: bool, dtype: str = "bfloat16") -> Table:
+    t = Table(["prompt", f"engine ({dtype})", "reference (fp32 CPU)", "exact", "first diverging token",
                "similarity", "ref. top-1/top-2 gap there"],
               [[r.prompt, r.engine_text, r.reference_text, r.exact,
                 "–" if r.first_divergence is None else r.first_divergence, r.similarity,

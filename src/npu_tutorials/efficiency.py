@@ -73,12 +73,12 @@ def roofline(weight_bytes_: int, tpot_ms: float, bandwidth: float | None) -> dic
 
 
 def hf_generate_throughput(path: str | Path, batch: int, input_len: int, new_tokens: int,
-                           device: str = "cpu") -> dict:
-    """Output tokens/s of plain transformers ``generate`` (bf16, greedy, fixed lengths)."""
+                           device: str = "cpu", dtype: str = "bfloat16") -> dict:
+    """Output tokens/s of plain transformers ``generate`` (the engine's dtype, greedy, fixed lengths)."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(100, 20000, (batch, input_len), generator=gen).to(device)
     kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, pad_token_id=0,

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from . import accuracy, bench, consistency, efficiency, plots, sweeps, tasks
-from .backend import describe_environment, detect_backend
+from .backend import describe_environment, detect_backend, engine_dtype
 from .cards import BenchProfile, load_card
 from .commands import CONVERTED_ARCHS, build_env, format_command, server_argv
 from .errors import TutorialError
@@ -70,6 +70,7 @@ class Tutorial:
         self.backend = detect_backend()
         self.env = describe_environment(self.backend)
         self.profile_name = select_profile(self.card, self.backend)
+        self.dtype, self.dtype_note = engine_dtype(self.card.serve.dtype, self.backend)
         self.mode = weights_mode()
         self.weights: Weights | None = None
         self.server: VLLMServer | None = None
@@ -96,10 +97,13 @@ class Tutorial:
                 ["input tokens", p.input_len, full.input_len],
                 ["output tokens", p.output_len, full.output_len],
                 ["request rate (req/s)", str(p.request_rate), str(full.request_rate)],
-                ["dtype", self.card.serve.dtype, self.card.serve.dtype],
-                ["eager mode", self.card.serve.enforce_eager, self.card.serve.enforce_eager]]
-        note = ("" if self.profile_name == "full" else
-                "This build ran the reduced 'quick' profile; the report's conditions are the 'full' column.")
+                ["dtype", self.dtype, self.card.serve.dtype],
+                ["eager mode", self.card.serve.enforce_eager or self.backend == "cpu", self.card.serve.enforce_eager]]
+        notes = [] if self.profile_name == "full" else [
+            "This build ran the reduced 'quick' profile; the report's conditions are the 'full' column."]
+        if self.dtype_note:
+            notes.append(f"dtype {self.dtype}: {self.dtype_note}.")
+        note = " ".join(notes)
         return Table(["condition", "this build", "report"], rows, caption="Benchmark conditions", note=note)
 
     # -- weights ---------------------------------------------------------------------
@@ -184,7 +188,7 @@ class Tutorial:
     def offline_example_code(self) -> str:
         """The report's vllm.LLM example, for this build's weights (a runnable script)."""
         s, f = self.card.serve, self.card.functional
-        args = [f'model="{self._need_weights().path}"', f'dtype="{s.dtype}"', f"max_model_len={s.max_model_len}"]
+        args = [f'model="{self._need_weights().path}"', f'dtype="{self.dtype}"', f"max_model_len={s.max_model_len}"]
         if s.enforce_eager:
             args.append("enforce_eager=True")
         if s.trust_remote_code:
@@ -234,19 +238,31 @@ class Tutorial:
             self.prepare_serving_checkpoint()
         port = choose_port()
         extra = accuracy.RAW_LOGITS_FLAGS + list(extra or [])
+        self.build_changes = []
+        if self.backend == "cpu" and not self.card.serve.enforce_eager:
+            # torch.compile on the CPU adds minutes to every page build; the copy-paste commands keep graphs
+            extra.append("--enforce-eager")
+            self.build_changes.append("--enforce-eager on the CPU build (graph compilation would add minutes "
+                                      "to every build); accelerator builds compile graphs as the card says")
         argv = server_argv(self.card, self.serve_path, self.backend, host=HOST, port=port, extra=extra,
-                           native=self.route.startswith("native") or self.card.architecture not in CONVERTED_ARCHS)
+                           native=self.route.startswith("native") or self.card.architecture not in CONVERTED_ARCHS,
+                           dtype=self.dtype)
+        if self.dtype_note:
+            self.build_changes.append(f"--dtype {self.dtype}: {self.dtype_note}")
         self.server = VLLMServer(argv, host=HOST, port=port, env=build_env(self.card, self.backend),
                                  log_path=self.artifacts / "server.log")
         self.server.start()
         self.results["server"] = {"command": self.server_command(), "startup_s": self.server.startup_s,
-                                  "models": self.server.models()}
+                                  "models": self.server.models(), "build_changes": self.build_changes}
         return self.server
 
     def server_command(self) -> str:
         argv = list(self._need_server().argv)
         argv[0] = "python"
-        return format_command(argv, build_env(self.card, self.backend))
+        text = format_command(argv, build_env(self.card, self.backend))
+        notes = ["# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page"]
+        notes += [f"# {c}" for c in getattr(self, "build_changes", [])]
+        return text + "\n" + "\n".join(notes)
 
     def _need_server(self) -> VLLMServer:
         if self.server is None or not self.server.running:
@@ -299,14 +315,14 @@ class Tutorial:
     # -- performance -----------------------------------------------------------------
     def bench_command(self) -> str:
         w = self._need_weights()
-        args = bench.bench_args(self.profile, model=self.card.serve.served_model_name, tokenizer=str(w.path),
+        args = bench.bench_args(self.profile, model=self.card.serve.served_model_name, tokenizer=str(self.serve_path or w.path),
                                 base_url=self._need_server().base_url)
         return format_command(["vllm", "bench", "serve", *args])
 
     def benchmark(self) -> bench.BenchResult:
         w = self._need_weights()
         res = bench.run_serving_benchmark(self._need_server(), self.profile, model=self.card.serve.served_model_name,
-                                          tokenizer=str(w.path), out_dir=self.artifacts, name="bench")
+                                          tokenizer=str(self.serve_path or w.path), out_dir=self.artifacts, name="bench")
         self.results["benchmark"] = {"profile": self.profile_name, "conditions": self.profile.model_dump(),
                                      "summary": res.summary(), "json": res.json_path.name}
         self._publish(res.json_path, f"{self.card.key}-bench.json")
@@ -353,13 +369,13 @@ class Tutorial:
                 ["top-1 agreement (%)", ours["top1_pct"], rep_fig.get("top1_pct")],
                 ["top-5 overlap (%)", ours["top5_pct"], rep_fig.get("top5_pct")],
                 ["KL divergence (nats)", ours["kl_nats"], rep_fig.get("kl_nats")]]
-        return Table(["metric", f"this build ({self.backend} engine vs fp32 CPU)",
+        return Table(["metric", f"this build ({self.backend} engine, {self.dtype}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows,
                      caption="Summary beside the report's figures",
                      note=f"Reported figures are cited from {self.card.reported.source}, not measured here.")
 
     def logits_plot(self, rep: accuracy.LogitsReport):
-        return plots.logits_error(rep, f"{self.card.name}: {self.backend} engine ({self.card.serve.dtype}) "
+        return plots.logits_error(rep, f"{self.card.name}: {self.backend} engine ({self.dtype}) "
                                        "vs fp32 CPU reference")
 
     def forward_consistency(self) -> consistency.ConsistencyReport:
@@ -377,7 +393,7 @@ class Tutorial:
                 ["cosine (full-vocabulary logits)", fmt(rep.cosine, 7), "–"],
                 ["hidden-state cosine", "not measured", r.get("hidden_cosine")],
                 ["KL divergence (nats)", rep.kl_nats, r.get("kl")]]
-        return Table(["metric", f"this build ({self.backend} engine vs fp32 CPU)",
+        return Table(["metric", f"this build ({self.backend} engine, {self.dtype}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows,
                      caption=f"One forward pass over {rep.num_tokens} tokens",
                      note="The server does not expose hidden states, so this build compares the logits "
@@ -402,7 +418,7 @@ class Tutorial:
         return rows
 
     def text_table(self, rows) -> Table:
-        t = consistency.text_table(rows, self._need_weights().is_real)
+        t = consistency.text_table(rows, self._need_weights().is_real, self.dtype)
         r = self.card.reported.figures.get("text_consistency")
         exact = sum(x.exact for x in rows)
         t.caption += f": {exact} / {len(rows)} exact"
@@ -472,19 +488,19 @@ class Tutorial:
 
     def greedy_table(self, rows) -> Table:
         t = Table(["prompt", "first token", f"{self.card.accuracy.greedy.num_tokens}-token match",
-                   "first divergence", "ref. top-1/top-2 gap there", "max |logit err| (typical bf16)"],
+                   "first divergence", "ref. top-1/top-2 gap there", "max |logit err| at the first token"],
                   [[r.prompt, "same" if r.engine_ids[:1] == r.reference_ids[:1] else "differs",
                     f"{100 * r.to_dict()['match_rate']:.0f} %",
                     "–" if r.first_divergence is None else f"token {r.first_divergence}", r.margin_at_divergence,
                     self._typical_err] for r in rows],
-                  caption="Greedy decoding: engine (bf16) vs fp32 CPU reference")
+                  caption=f"Greedy decoding: engine ({self.dtype}) vs fp32 CPU reference")
         s = self.results["greedy_agreement"]
         t.caption += (f": first-token agreement {s['first_token_agreement_pct']:.0f} %, "
                       f"mean match {s['mean_match_rate_pct']:.0f} %")
         if not self._need_weights().is_real:
             t.note = ("Stand-in (random) weights: next-token distributions are nearly flat, so the best two logits "
-                      "are often closer than bf16's rounding error; where the gap at the divergence point is "
-                      "below the typical error, the flip is rounding, not a wrong kernel. After the first "
+                      "are often closer than the engine's numerical error; where the gap at the divergence point is "
+                      "below that error, the flip is rounding, not a wrong kernel. After the first "
                       "different token the two continue from different texts.")
         return t
 
@@ -544,7 +560,7 @@ class Tutorial:
                              f"({100 * last['efficiency']:.1f} % efficiency)", note=note)
 
     def sweep_plot(self, length_rows, conc_rows):
-        return plots.sweeps(length_rows, conc_rows, f"{self.card.name} on {self.backend} ({self.card.serve.dtype}, "
+        return plots.sweeps(length_rows, conc_rows, f"{self.card.name} on {self.backend} ({self.dtype}, "
                                                     f"chunked prefill, {self.profile_name} profile)")
 
     def greedy_plot(self, rows):
@@ -563,7 +579,7 @@ class Tutorial:
         base = {}
         for batch in sorted({1, top}):
             base[batch] = efficiency.hf_generate_throughput(self.serve_path or w.path, batch, self.profile.input_len,
-                                                            self.sweep.baseline_new_tokens, device)
+                                                            self.sweep.baseline_new_tokens, device, self.dtype)
         vllm_thr = {r["concurrency"]: r["output_throughput"] for r in conc_rows}
         speedup = {b: vllm_thr[b] / base[b]["output_tokens_per_s"] for b in base}
         self.results["efficiency"] = {"roofline": roof, "bandwidth_source": bw_source, "hf_baseline": base,
@@ -577,7 +593,7 @@ class Tutorial:
                 ["fraction of the roofline reached",
                  f"{100 * roof['fraction']:.1f} %" if roof["fraction"] is not None else "–"]]
         for b in sorted(base):
-            rows.append([f"transformers generate, batch {b} (bf16)",
+            rows.append([f"transformers generate, batch {b} ({self.dtype})",
                          f"{base[b]['output_tokens_per_s']:.2f} tok/s ({base[b]['new_tokens']} new tokens)"])
             rows.append([f"vLLM speedup at concurrency {b}", f"{speedup[b]:.2f}x"])
         return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers baseline",
@@ -615,7 +631,8 @@ class Tutorial:
             "built_at": self.built_at, "git_commit": git_commit(), "backend": self.backend,
             "device": f"{self.env.device_name} x {self.env.device_count}", "versions": self.env.versions,
             "weights": w.label() if w else None, "weights_kind": w.kind if w else None,
-            "profile": self.profile_name, "wall_time_s": round(time.monotonic() - self.t0, 1),
+            "profile": self.profile_name, "engine_dtype": self.dtype,
+            "wall_time_s": round(time.monotonic() - self.t0, 1),
         }
 
     def finish(self) -> Table:
