@@ -105,11 +105,10 @@ tut.bench_plot(result)
 # Numeric consistency
 # -------------------
 # One forward pass over a fixed text: at every position, does the engine's
-# most likely next token equal the reference's, and how far apart are the
-# perplexities?  The engine's per-position figures come from
-# ``prompt_logprobs``; cosine and KL use the whole vocabulary at a few
-# positions (the engine returns all 151,936 logits only for the position
-# after a prompt).
+# most likely next token equal the reference's, how far apart are the
+# perplexities, and how close are the whole next-token distributions?  The
+# engine returns all 151,936 logits only for the position right after a
+# prompt, so the engine side is one request per prefix of the text.
 cons = tut.forward_consistency()
 cons.verdict()
 

@@ -159,3 +159,16 @@ def test_greedy_agreement_on_the_engine(server, card, tiny):
     r = rows[0].to_dict()
     assert len(rows[0].engine_ids) == len(rows[0].reference_ids) == 6
     assert 0 <= r["match_rate"] <= 1 and (r["first_divergence"] is None) == (r["match_rate"] == 1.0)
+
+
+def test_forward_consistency_every_position(server, card, tiny):
+    from npu_tutorials.cards import ConsistencyCheck
+    from npu_tutorials.consistency import forward_consistency
+
+    check = ConsistencyCheck(text="The capital of France is Paris.", thresholds={
+        "top1_pct_min": 0, "ppl_rel_diff_pct_max": 5, "cosine_min": 0.99, "kl_max": 0.01})
+    rep = forward_consistency(server, card.serve.served_model_name, tiny.path, check, card.vocab_size, False)
+    assert rep.num_tokens == 7 and len(rep.positions) == 6
+    # random weights: perplexity near the vocabulary size on both sides, and close to each other
+    assert rep.ppl_reference > 1000 and rep.ppl_rel_diff_pct < 5
+    assert rep.cosine > 0.99 and rep.kl_nats < 0.01

@@ -118,7 +118,6 @@ class ConsistencyCheck(_Strict):
     """One forward pass over a fixed text: every position, engine vs reference."""
 
     text: str
-    full_vocab_positions: int = Field(default=4, gt=0)
     thresholds: ConsistencyThresholds
 
 
@@ -162,6 +161,7 @@ class Sweep(_Strict):
     sweep_output_len: int = Field(gt=1)
     requests_per_point: int = Field(gt=0)
     concurrency: list[int] = Field(min_length=1)
+    rounds: int = Field(default=2, gt=0)  # requests per concurrency point = rounds x concurrency
     baseline_new_tokens: int = Field(gt=0)
 
     @field_validator("concurrency")

@@ -19,19 +19,6 @@ from .server import VLLMServer
 from .tables import Table, Verdict, fmt
 
 
-def engine_prompt_logprobs(server: VLLMServer, model: str, ids: list[int], k: int = 5) -> list[dict]:
-    """Per position 1..n-1: the logprob of the actual token and the engine's top-1 id."""
-    r = server.post("/v1/completions", {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
-                                        "prompt_logprobs": k, "return_tokens_as_token_ids": True})
-    plp = r["choices"][0].get("prompt_logprobs") or r.get("prompt_logprobs")
-    out = []
-    for pos in range(1, len(ids)):
-        entry = {int(t): v for t, v in plp[pos].items()}
-        top1 = min(entry, key=lambda t: entry[t]["rank"])
-        out.append({"logprob": entry[ids[pos]]["logprob"], "top1": top1})
-    return out
-
-
 def engine_greedy(server: VLLMServer, model: str, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:
     """Greedy continuation of ``ids`` (``n`` tokens, or up to a stop token, which is kept)."""
     body = {"model": model, "prompt": ids, "max_tokens": n, "temperature": 0.0, "return_token_ids": True,
@@ -67,7 +54,7 @@ class ConsistencyReport:
     def to_dict(self) -> dict:
         return {"num_tokens": self.num_tokens, "top1_pct": self.top1_pct, "ppl_engine": self.ppl_engine,
                 "ppl_reference": self.ppl_reference, "ppl_rel_diff_pct": self.ppl_rel_diff_pct,
-                "cosine": self.cosine, "kl_nats": self.kl_nats, "full_vocab_positions": self.positions,
+                "cosine": self.cosine, "kl_nats": self.kl_nats, "positions": len(self.positions),
                 "thresholds": self.thresholds, "passed": self.verdict().passed}
 
     def verdict(self) -> Verdict:
@@ -88,28 +75,26 @@ class ConsistencyReport:
 
 def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_size: int,
                         real_weights: bool) -> ConsistencyReport:
+    """Every position of ``check.text``: the engine's full-vocabulary logits for each prefix
+    (one request per position; the engine returns the whole vocabulary only for the position
+    after a prompt) against the reference's single forward pass."""
     ids = reference.tokenize(ref_path, check.text)
-    eng = engine_prompt_logprobs(server, model, ids)
+    ends = list(range(1, len(ids)))  # predict ids[end] from ids[:end]
+    eng = parallel(lambda end: engine_last_logits(server, model, ids[:end], vocab_size), ends, workers=4)
     ref_logits = reference.all_logits(ref_path, ids)[:, :vocab_size]
-    ref_lp = np.stack([metrics.log_softmax(row) for row in ref_logits[:-1]])
-    actual = np.array(ids[1:])
-    ref_actual = ref_lp[np.arange(len(actual)), actual]
-    eng_actual = np.array([e["logprob"] for e in eng])
-    top1 = np.mean([e["top1"] == int(np.argmax(ref_logits[i])) for i, e in enumerate(eng)]) * 100
-    # full-vocabulary cosine and KL at evenly spaced prefix ends (the engine returns the whole
-    # vocabulary only for the position after the prompt)
-    n = min(check.full_vocab_positions, len(ids))
-    ends = sorted({int(round(x)) for x in np.linspace(max(2, len(ids) // n), len(ids), n)})
-    cos, kl = [], []
-    for end in ends:
-        e = engine_last_logits(server, model, ids[:end], vocab_size)
+    top1, cos, kl, eng_lp, ref_lp = [], [], [], [], []
+    for end, e in zip(ends, eng):
         r = ref_logits[end - 1]
+        top1.append(int(np.argmax(e)) == int(np.argmax(r)))
         cos.append(metrics.cosine(e, r))
         kl.append(metrics.kl_divergence(e, r))
+        eng_lp.append(metrics.log_softmax(e)[ids[end]])
+        ref_lp.append(metrics.log_softmax(r)[ids[end]])
+    eng_lp, ref_lp = np.array(eng_lp), np.array(ref_lp)
     return ConsistencyReport(
-        num_tokens=len(ids), top1_pct=float(top1), ppl_engine=float(np.exp(-eng_actual.mean())),
-        ppl_reference=float(np.exp(-ref_actual.mean())), cosine=float(np.mean(cos)), kl_nats=float(np.mean(kl)),
-        positions=ends, per_position_logprob_diff=(eng_actual - ref_actual).tolist(),
+        num_tokens=len(ids), top1_pct=100 * float(np.mean(top1)), ppl_engine=float(np.exp(-eng_lp.mean())),
+        ppl_reference=float(np.exp(-ref_lp.mean())), cosine=float(np.mean(cos)), kl_nats=float(np.mean(kl)),
+        positions=ends, per_position_logprob_diff=(eng_lp - ref_lp).tolist(),
         thresholds=check.thresholds.model_dump(), real_weights=real_weights)
 
 

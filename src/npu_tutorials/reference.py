@@ -24,6 +24,14 @@ def load_reference(path: str):
     return tok, model
 
 
+def release() -> None:
+    """Drop the loaded reference model (frees its memory before another large load)."""
+    import gc
+
+    load_reference.cache_clear()
+    gc.collect()
+
+
 def tokenize(path: str | Path, text: str) -> list[int]:
     tok, _ = load_reference(str(path))
     return list(tok(text, add_special_tokens=False)["input_ids"])

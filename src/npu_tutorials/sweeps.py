@@ -29,10 +29,10 @@ def input_length_sweep(server: VLLMServer, sweep: Sweep, *, model: str, tokenize
 
 def concurrency_sweep(server: VLLMServer, sweep: Sweep, base: BenchProfile, *, model: str, tokenizer: str,
                       out_dir: Path) -> list[dict]:
-    """Output throughput at each concurrency (``num_prompts`` = 2 x concurrency, all sent at once)."""
+    """Output throughput at each concurrency (``rounds`` x concurrency requests, all sent at once)."""
     rows = []
     for n in sweep.concurrency:
-        prof = BenchProfile(num_prompts=2 * n, input_len=base.input_len, output_len=base.output_len, max_concurrency=n)
+        prof = BenchProfile(num_prompts=sweep.rounds * n, input_len=base.input_len, output_len=base.output_len, max_concurrency=n)
         r = run_serving_benchmark(server, prof, model=model, tokenizer=tokenizer, out_dir=out_dir, name=f"conc{n}")
         rows.append({"concurrency": n, "output_throughput": r.data["output_throughput"],
                      "mean_tpot_ms": r.data["mean_tpot_ms"], "mean_ttft_ms": r.data["mean_ttft_ms"],

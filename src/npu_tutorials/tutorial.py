@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import accuracy, bench, consistency, efficiency, plots, sweeps, tasks
+from . import accuracy, bench, consistency, efficiency, plots, reference, sweeps, tasks
 from .backend import describe_environment, detect_backend, engine_dtype
 from .cards import BenchProfile, load_card
 from .commands import CONVERTED_ARCHS, build_env, format_command, server_argv
@@ -509,10 +509,10 @@ class Tutorial:
         """Largest |engine - reference| logit error at the first greedy position (measured here)."""
         if not hasattr(self, "_err_cache"):
             g = self.card.accuracy.greedy
-            ids = consistency.reference.tokenize(self.reference_path, g.prompts[0])
+            ids = reference.tokenize(self.reference_path, g.prompts[0])
             eng = accuracy.engine_last_logits(self._need_server(), self.card.serve.served_model_name, ids,
                                               self.card.vocab_size)
-            ref = consistency.reference.last_logits(self.reference_path, ids)[: self.card.vocab_size]
+            ref = reference.last_logits(self.reference_path, ids)[: self.card.vocab_size]
             self._err_cache = float(abs(eng - ref).max())
             self.results.setdefault("greedy_agreement", {})["typical_max_abs_err"] = self._err_cache
         return self._err_cache
@@ -576,6 +576,7 @@ class Tutorial:
         roof = efficiency.roofline(wb, one["mean_tpot_ms"], bw)
         device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
         top = max(r["concurrency"] for r in conc_rows)
+        reference.release()  # the baseline loads the model again; do not hold two copies
         base = {}
         for batch in sorted({1, top}):
             base[batch] = efficiency.hf_generate_throughput(self.serve_path or w.path, batch, self.profile.input_len,
