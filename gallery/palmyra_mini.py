@@ -67,7 +67,7 @@ tut.greedy_plot(greedy)
 
 # %%
 # Performance: latency against input length
-# ----------------------------------------
+# -----------------------------------------
 # Each point is a ``vllm bench serve`` run: first one request at a time
 # (time to first token is then the prefill latency, time per output token
 # the decode latency), then all requests at once, where chunked prefill
@@ -77,7 +77,7 @@ tut.length_table(lengths)
 
 # %%
 # Performance: throughput against concurrency
-# ------------------------------------------
+# -------------------------------------------
 # Output throughput at 1, 2, 4, 8 and 16 concurrent requests, and the
 # scaling efficiency throughput(n) / (n x throughput(1)).
 conc = tut.concurrency_sweep()

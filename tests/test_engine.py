@@ -172,3 +172,11 @@ def test_forward_consistency_every_position(server, card, tiny):
     # random weights: perplexity near the vocabulary size on both sides, and close to each other
     assert rep.ppl_reference > 1000 and rep.ppl_rel_diff_pct < 5
     assert rep.cosine > 0.99 and rep.kl_nats < 0.01
+
+
+def test_failed_requests_fail_the_benchmark(server, card, tiny, tmp_path):
+    """A run whose requests fail must raise, not report the survivors' figures."""
+    prof = BenchProfile(num_prompts=2, input_len=9000, output_len=2)  # longer than --max-model-len 8192
+    with pytest.raises(TutorialError, match=r"2 of 2 requests failed"):
+        run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                              out_dir=tmp_path, name="toolong")

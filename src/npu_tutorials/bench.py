@@ -96,6 +96,8 @@ def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: s
     if proc.returncode != 0 or not path.is_file():
         raise TutorialError(f"vllm bench serve failed (exit {proc.returncode}); last lines of {log}:\n{tail(log)}")
     data = json.loads(path.read_text())
-    if data.get("completed", 0) == 0:
-        raise TutorialError(f"vllm bench serve completed no request; see {log}")
+    if data.get("failed", 0) or data.get("completed", 0) == 0:
+        errors = [e for e in data.get("errors", []) if e][:1]
+        raise TutorialError(f"vllm bench serve: {data.get('failed', 0)} of {profile.num_prompts} requests failed "
+                            f"({errors[0] if errors else 'no error text'}); the server's log tail:\n{tail(server.log_path)}")
     return BenchResult(profile, data, path, argv)

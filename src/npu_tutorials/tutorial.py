@@ -53,13 +53,15 @@ def choose_port() -> int:
 
 
 def _vllm_supports(arch: str) -> bool:
-    """Whether the installed vLLM registers ``arch`` (imports vLLM; no engine is started)."""
+    """Whether the installed vLLM registers ``arch`` (asked in a subprocess: importing vLLM here
+    would print its start-up chatter into the page)."""
+    code = ("import sys; from vllm.model_executor.models import ModelRegistry; "
+            f"sys.exit(0 if {arch!r} in ModelRegistry.get_supported_archs() else 3)")
     try:
-        from vllm.model_executor.models import ModelRegistry
-
-        return arch in ModelRegistry.get_supported_archs()
-    except Exception:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
         return False
+    return proc.returncode == 0
 
 
 class Tutorial:
@@ -188,10 +190,12 @@ class Tutorial:
     def offline_example_code(self) -> str:
         """The report's vllm.LLM example, for this build's weights (a runnable script)."""
         s, f = self.card.serve, self.card.functional
-        args = [f'model="{self._need_weights().path}"', f'dtype="{self.dtype}"', f"max_model_len={s.max_model_len}"]
-        if s.enforce_eager:
+        if self.serve_path is None:
+            self.prepare_serving_checkpoint()
+        args = [f'model="{self.serve_path}"', f'dtype="{self.dtype}"', f"max_model_len={s.max_model_len}"]
+        if s.enforce_eager or self.backend == "cpu":
             args.append("enforce_eager=True")
-        if s.trust_remote_code:
+        if s.trust_remote_code and self.route.startswith("native"):
             args.append("trust_remote_code=True")
         if self.backend != "cpu" and s.gpu_memory_utilization:
             args.append(f"gpu_memory_utilization={s.gpu_memory_utilization}")
@@ -524,12 +528,14 @@ class Tutorial:
         return self.card.sweeps[self.profile_name]
 
     def input_length_sweep(self) -> list[dict]:
+        reference.release()  # the engine needs the memory under load more than the reference does now
         rows = sweeps.input_length_sweep(self._need_server(), self.sweep, model=self.card.serve.served_model_name,
                                          tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps")
         self.results["input_length_sweep"] = rows
         return rows
 
     def concurrency_sweep(self) -> list[dict]:
+        reference.release()
         rows = sweeps.concurrency_sweep(self._need_server(), self.sweep, self.profile,
                                         model=self.card.serve.served_model_name, tokenizer=str(self.serve_path),
                                         out_dir=self.artifacts / "sweeps")
