@@ -80,7 +80,8 @@ class Tutorial:
         self.route = "as is"
         self.results: dict = {}
         self.artifacts = artifacts_dir() / self.card.key
-        self.artifacts.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.artifacts, ignore_errors=True)  # nothing stale from an earlier run
+        self.artifacts.mkdir(parents=True)
 
     # -- environment -----------------------------------------------------------------
     def environment_table(self) -> Table:
