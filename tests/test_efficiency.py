@@ -30,7 +30,9 @@ def test_weight_bytes_of_a_standin(tiny):
     from npu_tutorials.standin import qwen2_parameters
 
     cfg = json.loads((tiny.path / "config.json").read_text())
-    assert efficiency.weight_bytes(tiny.path) == 2 * sum(math.prod(s) for _, s, _ in qwen2_parameters(cfg))
+    n = sum(math.prod(s) for _, s, _ in qwen2_parameters(cfg))
+    assert efficiency.weight_bytes(tiny.path, "bfloat16") == 2 * n
+    assert efficiency.weight_bytes(tiny.path, "float32") == 4 * n
 
 
 def test_cpu_bandwidth_probe_is_positive():

@@ -46,20 +46,23 @@ def device_bandwidth(backend: str, device_name: str) -> tuple[float | None, str]
     return None, f"no datasheet figure known for {device_name!r}"
 
 
-def weight_bytes(path: str | Path) -> int:
-    """Bytes of weights one decoding step reads: the checkpoint's safetensors tensors."""
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def weight_bytes(path: str | Path, dtype: str) -> int:
+    """Bytes of weights one decoding step reads: every parameter of the checkpoint, in the
+    dtype the engine computes in (a bf16 checkpoint served in float32 reads 4 bytes each)."""
     from safetensors import safe_open
 
-    total = 0
+    params = 0
     for f in sorted(Path(path).glob("*.safetensors")):
         with safe_open(str(f), "pt") as st:
             for k in st.keys():
-                sl = st.get_slice(k)
                 n = 1
-                for d in sl.get_shape():
+                for d in st.get_slice(k).get_shape():
                     n *= d
-                total += n * (2 if str(sl.get_dtype()).upper() in ("BF16", "F16", "BFLOAT16", "FLOAT16") else 4)
-    return total
+                params += n
+    return params * DTYPE_BYTES[dtype]
 
 
 def roofline(weight_bytes_: int, tpot_ms: float, bandwidth: float | None) -> dict:
@@ -78,6 +81,9 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int, new_tok
     import torch
     from transformers import AutoModelForCausalLM
 
+    from .reference import quiet_transformers
+
+    quiet_transformers()
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(100, 20000, (batch, input_len), generator=gen).to(device)

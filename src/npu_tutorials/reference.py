@@ -12,12 +12,21 @@ from pathlib import Path
 import numpy as np
 
 
+def quiet_transformers() -> None:
+    """No per-tensor progress bars or advice in the pages' output."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
 @lru_cache(maxsize=1)
 def load_reference(path: str):
     """(tokenizer, model) in fp32 on the CPU, eval mode."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    quiet_transformers()
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     model.eval()

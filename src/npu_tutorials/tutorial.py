@@ -502,7 +502,11 @@ class Tutorial:
         s = self.results["greedy_agreement"]
         t.caption += (f": first-token agreement {s['first_token_agreement_pct']:.0f} %, "
                       f"mean match {s['mean_match_rate_pct']:.0f} %")
-        if not self._need_weights().is_real:
+        if all(r.first_divergence is None for r in rows):
+            t.note = (f"Every sequence is identical. The engine computes in {self.dtype} here"
+                      + (" like the reference, so this checks the kernels, not reduced precision."
+                         if self.dtype == "float32" else "."))
+        elif not self._need_weights().is_real:
             t.note = ("Stand-in (random) weights: next-token distributions are nearly flat, so the best two logits "
                       "are often closer than the engine's numerical error; where the gap at the divergence point is "
                       "below that error, the flip is rounding, not a wrong kernel. After the first "
@@ -578,7 +582,7 @@ class Tutorial:
         """Roofline fraction at concurrency 1, and the speedup over plain transformers ``generate``."""
         w = self._need_weights()
         bw, bw_source = efficiency.device_bandwidth(self.backend, self.env.device_name)
-        wb = efficiency.weight_bytes(self.serve_path or w.path)
+        wb = efficiency.weight_bytes(self.serve_path or w.path, self.dtype)
         one = next(r for r in conc_rows if r["concurrency"] == 1)
         roof = efficiency.roofline(wb, one["mean_tpot_ms"], bw)
         device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
@@ -593,7 +597,7 @@ class Tutorial:
         self.results["efficiency"] = {"roofline": roof, "bandwidth_source": bw_source, "hf_baseline": base,
                                       "speedup_vs_transformers": speedup}
         gb = 1e9
-        rows = [["weights read per decoded token", f"{wb / gb:.2f} GB"],
+        rows = [["weights read per decoded token", f"{wb / gb:.2f} GB ({self.dtype})"],
                 ["TPOT at concurrency 1 (vLLM)", f"{one['mean_tpot_ms']:.1f} ms"],
                 ["achieved weight bandwidth", f"{roof['achieved_bytes_per_s'] / gb:.1f} GB/s"],
                 ["device bandwidth", f"{bw / gb:.1f} GB/s ({bw_source})" if bw else bw_source],
