@@ -15,7 +15,7 @@ from npu_tutorials.backend import detect_backend  # noqa: E402
 from npu_tutorials.cards import known_models, load_card  # noqa: E402
 from npu_tutorials.errors import run_cli  # noqa: E402
 from npu_tutorials.gallery_index import tutorials  # noqa: E402
-from npu_tutorials.tutorial import HOST, choose_port, select_profile  # noqa: E402
+from npu_tutorials.tutorial import choose_port, select_profile  # noqa: E402
 from npu_tutorials.weights import resolve_weights, weights_mode  # noqa: E402
 
 

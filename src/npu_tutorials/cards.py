@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 

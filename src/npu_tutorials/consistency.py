@@ -99,11 +99,6 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
 
 
 # -- greedy sequences ------------------------------------------------------------------
-def first_token_and_sequence(engine_ids: list[int], ref_ids: list[int]) -> dict:
-    m = metrics.sequence_match(engine_ids, ref_ids)
-    return {"first_token_match": bool(engine_ids[:1] == ref_ids[:1]), **m}
-
-
 def similarity(a: str, b: str) -> float:
     """Character-level similarity ratio (difflib), 1.0 for identical texts."""
     return difflib.SequenceMatcher(None, a, b).ratio()

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -134,7 +133,3 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
     info = ensure_standin(card, config=standin_config)
     return Weights(info.path, "stand-in", "stand-in", seed=info.seed, sha256=info.sha256)
 
-
-def read_standin_marker(path: Path) -> dict | None:
-    p = Path(path) / "STANDIN.json"
-    return json.loads(p.read_text()) if p.is_file() else None
