@@ -179,3 +179,13 @@ def test_failed_requests_fail_the_benchmark(server, card, tiny, tmp_path):
     with pytest.raises(TutorialError, match=r"2 of 2 requests failed"):
         run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
                               out_dir=tmp_path, name="toolong")
+
+
+def test_benchmark_runs_draw_different_prompts(server, card, tiny, tmp_path):
+    """Distinct runs must not share prompts (the prefix cache would flatter later TTFTs)."""
+    prof = BenchProfile(num_prompts=2, input_len=32, output_len=2)
+    a = run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                              out_dir=tmp_path, name="first")
+    b = run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                              out_dir=tmp_path, name="second")
+    assert "--seed" in a.command and a.command[a.command.index("--seed") + 1] != b.command[b.command.index("--seed") + 1]

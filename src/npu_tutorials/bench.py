@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,13 +79,18 @@ class BenchResult:
 
 def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: str, tokenizer: str,
                           out_dir: Path, name: str, timeout: float = 3600) -> BenchResult:
-    """Run ``vllm bench serve`` in a subprocess; raise with its output's tail if it fails."""
+    """Run ``vllm bench serve`` in a subprocess; raise with its output's tail if it fails.
+
+    Each run draws its random prompts with a seed of its own (from ``name``): runs against
+    the same server must not share prompts, or vLLM's prefix cache would serve later runs'
+    prefills from earlier ones and flatter their TTFT.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     result_file = f"{name}.json"
     argv = [sys.executable, "-m", "npu_tutorials.vllm_bench",
             *bench_args(profile, model=model, tokenizer=tokenizer, base_url=server.base_url,
-                        result_dir=str(out_dir), result_file=result_file)]
+                        result_dir=str(out_dir), result_file=result_file, seed=zlib.crc32(name.encode()))]
     log = out_dir / f"{name}.log"
     with open(log, "wb") as fh:
         try:
