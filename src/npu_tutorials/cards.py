@@ -67,6 +67,8 @@ class Serve(_Strict):
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     # KV-cache size for the CPU backend (VLLM_CPU_KVCACHE_SPACE, GiB).
     cpu_kvcache_gib: int = Field(default=4, gt=0)
+    # A shorter context for CPU builds, where the server and the fp32 reference share the RAM.
+    cpu_max_model_len: int | None = Field(default=None, gt=0)
 
 
 class Functional(_Strict):

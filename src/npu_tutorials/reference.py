@@ -33,12 +33,22 @@ def load_reference(path: str):
     return tok, model
 
 
-def release() -> None:
-    """Drop the loaded reference model (frees its memory before another large load)."""
+def trim_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS (glibc keeps them otherwise)."""
+    import ctypes
     import gc
 
-    load_reference.cache_clear()
     gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
+def release() -> None:
+    """Drop the loaded reference model (frees its memory before another large load)."""
+    load_reference.cache_clear()
+    trim_memory()
 
 
 def tokenize(path: str | Path, text: str) -> list[int]:

@@ -163,6 +163,7 @@ class Tutorial:
                 why = f"the installed vLLM still registers {arch} and the real checkpoint ships its remote code"
             else:
                 self.serve_path, self.route = ensure_converted(w.path), f"converted to {CONVERTED_ARCHS[arch]}"
+                reference.trim_memory()
                 why = (f"the installed vLLM has no {arch} (removed after 0.23.0)" if not native_ok else
                        "stand-in checkpoints carry no remote code")
         self.results["serving_checkpoint"] = {"route": self.route, "path": str(self.serve_path), "why": why}
@@ -248,9 +249,13 @@ class Tutorial:
             extra.append("--enforce-eager")
             self.build_changes.append("--enforce-eager on the CPU build (graph compilation would add minutes "
                                       "to every build); accelerator builds compile graphs as the card says")
+        max_len = self.card.serve.cpu_max_model_len if self.backend == "cpu" else None
+        if max_len:
+            self.build_changes.append(f"--max-model-len {max_len} on the CPU build (the server's KV cache and the "
+                                      "fp32 reference must share this machine's RAM)")
         argv = server_argv(self.card, self.serve_path, self.backend, host=HOST, port=port, extra=extra,
                            native=self.route.startswith("native") or self.card.architecture not in CONVERTED_ARCHS,
-                           dtype=self.dtype)
+                           dtype=self.dtype, max_model_len=max_len)
         if self.dtype_note:
             self.build_changes.append(f"--dtype {self.dtype}: {self.dtype_note}")
         self.server = VLLMServer(argv, host=HOST, port=port, env=build_env(self.card, self.backend),

@@ -130,6 +130,9 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
         return None
     from .standin import ensure_standin
 
+    from .reference import trim_memory
+
     info = ensure_standin(card, config=standin_config)
+    trim_memory()  # building drew every tensor in this process
     return Weights(info.path, "stand-in", "stand-in", seed=info.seed, sha256=info.sha256)
 
