@@ -77,6 +77,11 @@ class BenchResult:
         return out
 
 
+def run_seed(name: str) -> int:
+    """The random-prompt seed of the run called ``name`` (distinct runs, distinct prompts)."""
+    return zlib.crc32(name.encode())
+
+
 def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: str, tokenizer: str,
                           out_dir: Path, name: str, timeout: float = 3600) -> BenchResult:
     """Run ``vllm bench serve`` in a subprocess; raise with its output's tail if it fails.
@@ -90,7 +95,7 @@ def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: s
     result_file = f"{name}.json"
     argv = [sys.executable, "-m", "npu_tutorials.vllm_bench",
             *bench_args(profile, model=model, tokenizer=tokenizer, base_url=server.base_url,
-                        result_dir=str(out_dir), result_file=result_file, seed=zlib.crc32(name.encode()))]
+                        result_dir=str(out_dir), result_file=result_file, seed=run_seed(name))]
     log = out_dir / f"{name}.log"
     with open(log, "wb") as fh:
         try:

@@ -325,7 +325,7 @@ class Tutorial:
     def bench_command(self) -> str:
         w = self._need_weights()
         args = bench.bench_args(self.profile, model=self.card.serve.served_model_name, tokenizer=str(self.serve_path or w.path),
-                                base_url=self._need_server().base_url)
+                                base_url=self._need_server().base_url, seed=bench.run_seed("bench"))
         return format_command(["vllm", "bench", "serve", *args])
 
     def benchmark(self) -> bench.BenchResult:
