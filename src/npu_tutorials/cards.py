@@ -186,7 +186,6 @@ class Card(_Strict):
     name: str
     summary: str
     architecture: str
-    parameters: str = ""
     config_dir: str
     hub: Hub
     stand_in: StandIn = StandIn()

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import cached_property
 from pathlib import Path
 
 from . import accuracy, bench, consistency, efficiency, plots, reference, sweeps, tasks
@@ -136,7 +137,13 @@ class Tutorial:
         def val(key):  # noqa: E306
             return f"{cfg[key]} (inferred)" if key in inferred else cfg[key]
         kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
-        rows = [["architecture", self.card.architecture], ["parameters", self.card.parameters or "–"],
+        from math import prod
+
+        from .layouts import for_config
+
+        nparams = sum(prod(shape) for _, shape, _ in for_config(cfg).parameters(cfg))
+        rows = [["architecture", self.card.architecture],
+                ["parameters (counted from the config)", f"{nparams / 1e9:.3f} B"],
                 ["hidden size", val("hidden_size")], ["attention heads", f"{cfg['num_attention_heads']} ({kv} KV)"],
                 ["layers", val("num_hidden_layers")],
                 ["max position embeddings", val("max_position_embeddings")],
@@ -170,7 +177,7 @@ class Tutorial:
         rows = [["route", self.route], ["engine loads", str(self.serve_path)]] + ([["why", why]] if why else [])
         return Table(["", ""], rows, caption="How this build serves the checkpoint")
 
-    @property
+    @cached_property
     def reference_path(self) -> Path:
         """The checkpoint the fp32 CPU reference loads: the converted one where there is one.
 
