@@ -2,6 +2,7 @@
 # make test        run the tests
 # make html-noplot build the pages without executing the tutorials
 # make check       post-build check: every tutorial executed, with tables, figures, provenance
+# make html TUTORIAL_ONLY=qwen2_5_0_5b FORCE=1   re-run one tutorial even if nothing it uses changed
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -11,6 +12,10 @@ SPHINXOPTS ?=
 SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 export TUTORIAL_CACHE ?= $(CURDIR)/.cache
 export TUTORIAL_BUILD_DIR ?= $(CURDIR)/$(BUILDDIR)
+FORCE ?=
+export TUTORIAL_FORCE := $(FORCE)
+PREFLIGHT ?= $(VPY) scripts/preflight.py
+CHECK := $(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
 
 .PHONY: html html-noplot test check clean distclean venv
 venv: $(VENV)/.ready
@@ -19,8 +24,9 @@ $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requir
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
 
 html: venv
-	@$(VPY) scripts/preflight.py
+	@$(PREFLIGHT)
 	$(SPHINX)
+	@$(CHECK) --built
 	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
 
 html-noplot: venv
@@ -30,7 +36,7 @@ test: venv
 	$(VPY) -m pytest tests
 
 check: venv
-	$(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
+	$(CHECK) --strict
 
 clean:
 	rm -rf $(BUILDDIR) docs/source/tutorials/models docs/source/_generated

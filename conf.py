@@ -8,7 +8,8 @@ ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.sphinx_hooks import inputs_digest, invalidate_stale_examples, write_generated  # noqa: E402
+from npu_tutorials.sphinx_hooks import (add_banners, force_rerun, inputs_digest,  # noqa: E402
+                                        invalidate_stale_examples, write_generated)
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -44,6 +45,9 @@ invalidate_stale_examples(SRC / "tutorials" / "models", inputs_digest())
 
 # One tutorial only: TUTORIAL_ONLY=qwen2_5_0_5b (a regular expression on the file name).
 _only = os.environ.get("TUTORIAL_ONLY", "")
+# make html FORCE=1: re-run the selected tutorials even when nothing they depend on changed.
+if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0"):
+    force_rerun(SRC / "tutorials" / "models", _only)
 sphinx_gallery_conf = {
     "examples_dirs": [str(ROOT / "gallery")],
     "gallery_dirs": [str(SRC / "tutorials" / "models")],
@@ -51,7 +55,7 @@ sphinx_gallery_conf = {
     "ignore_pattern": r"__init__\.py|/_",
     "capture_repr": ("_repr_html_", "__repr__"),
     "ignore_repr_types": r"matplotlib[a-z_.]*|NoneType",
-    "reset_modules": ("matplotlib", "npu_tutorials.sphinx_hooks.stop_servers"),
+    "reset_modules": ("matplotlib", "npu_tutorials.sphinx_hooks.reset_example"),
     "reset_modules_order": "both",
     "abort_on_example_error": False,
     "only_warn_on_example_error": False,
@@ -63,3 +67,7 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
     "within_subsection_order": "FileNameSortKey",
 }
+
+
+def setup(app):
+    app.connect("source-read", add_banners)

@@ -38,7 +38,8 @@ def test_missing_figure_tables_and_provenance(tmp_path):
     html = '<div class="sphx-glr-script-out"></div><div class="tut-table"></div>'
     prov = {k: v for k, v in PROV.items() if k != "git_commit"}
     problems = check_site.check(_site(tmp_path, html, prov, sections=("environment",)), "qwen2_5")
-    text = "\n".join(problems)
+    assert len(problems) == 1  # one line per page
+    text = problems[0]
     assert "fewer than 3 result tables" in text and "no figure" in text
     assert "lacks provenance ['git_commit']" in text and "lacks 'weights'" in text
     assert "no performance measurement" in text

@@ -1,0 +1,179 @@
+"""A failed tutorial run never leaves a page that a later build publishes as good.
+
+The sphinx-gallery mechanism is exercised on a throw-away project with one tiny
+example (the real tutorials take minutes): the project's own ``reset_example``
+hook and page banners, the real sphinx-gallery and Sphinx.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from npu_tutorials import sphinx_hooks
+from npu_tutorials.site_check import NOT_EXECUTED_MARK, check
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONF = f"""
+import sys
+sys.path.insert(0, {str(ROOT / 'src')!r})
+from npu_tutorials.sphinx_hooks import add_banners
+extensions = ["sphinx_gallery.gen_gallery"]
+sphinx_gallery_conf = {{
+    "examples_dirs": ["gallery"], "gallery_dirs": ["generated"], "filename_pattern": r"\\.py$",
+    "reset_modules": ("npu_tutorials.sphinx_hooks.reset_example",), "reset_modules_order": "both",
+    "abort_on_example_error": False, "only_warn_on_example_error": False,
+}}
+def setup(app):
+    app.connect("source-read", add_banners)
+"""
+
+EXAMPLE = '''"""
+A tiny example
+==============
+
+Writes some output, then fails when ``EX_FAIL`` is set.
+"""
+import os
+from pathlib import Path
+
+counter = Path(os.environ["EX_COUNTER"])
+n = int(counter.read_text()) + 1 if counter.is_file() else 1
+counter.write_text(str(n))
+print(f"run number {n}")
+
+# %%
+if os.environ.get("EX_FAIL") == "1":
+    raise RuntimeError("the server went away")
+print("all good")
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "gallery").mkdir()
+    (tmp_path / "gallery" / "README.txt").write_text("Gallery\n=======\n")
+    (tmp_path / "gallery" / "ex.py").write_text(EXAMPLE)
+    (tmp_path / "conf.py").write_text(CONF)
+    (tmp_path / "index.rst").write_text("Site\n====\n\n.. toctree::\n\n   generated/index\n")
+    return tmp_path
+
+
+def _build(proj: Path, *, fail: bool, stale: bool = False) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "sphinx", "-b", "html", "-q", str(proj), str(proj / "_build")]
+    if stale:  # sphinx-gallery's documented switch to re-run examples whose MD5 is current
+        args += ["-D", "sphinx_gallery_conf.run_stale_examples=True"]
+    env = {**os.environ, "EX_FAIL": "1" if fail else "0", "EX_COUNTER": str(proj / "counter")}
+    return subprocess.run(args, cwd=proj.parent, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_failed_run_is_rerun_by_the_next_build(tmp_path):
+    proj = _project(tmp_path)
+    md5 = proj / "generated" / "ex.py.md5"
+    page = proj / "_build" / "generated" / "ex.html"
+
+    ok = _build(proj, fail=False)
+    assert ok.returncode == 0, ok.stderr
+    assert md5.is_file() and "run number 1" in page.read_text()
+
+    failed = _build(proj, fail=True, stale=True)  # the issue's step 1-2: re-run, and it breaks
+    assert failed.returncode != 0
+    assert "Traceback" in page.read_text() and "run number 2" in page.read_text()
+    assert not md5.is_file(), "a failed run must not leave the earlier run's MD5 in place"
+
+    again = _build(proj, fail=False)  # step 3: a plain build
+    assert again.returncode == 0, again.stderr
+    html = page.read_text()
+    assert "run number 3" in html and "all good" in html and "Traceback" not in html
+    assert md5.is_file()
+
+    unchanged = _build(proj, fail=False)  # nothing changed: not re-run
+    assert unchanged.returncode == 0 and "run number 3" in page.read_text()
+
+
+def test_a_page_rendered_without_execution_says_so(tmp_path):
+    proj = _project(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-D", "plot_gallery=0", str(proj),
+                        str(proj / "_build")], cwd=proj, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "EX_COUNTER": str(proj / "counter")})
+    assert p.returncode == 0, p.stderr
+    html = (proj / "_build" / "generated" / "ex.html").read_text()
+    assert NOT_EXECUTED_MARK in html and "Not executed in this build" in html
+    assert html.index("A tiny example") < html.index("Not executed in this build")
+    assert not (proj / "counter").exists()
+
+
+def test_banner_only_on_unexecuted_pages():
+    rst = ("\n.. only:: html\n\n    .. note::\n        :class: sphx-glr-download-link-note\n\n"
+           "        :ref:`Go to the end <sphx_glr_download_tutorials_models_x.py>`\n\n"
+           ".. _sphx_glr_tutorials_models_x.py:\n\n\nTitle\n=====\n\nIntro.\n\n.. code-block:: Python\n\n"
+           "    print(1)\n")
+    src = [rst]
+    sphinx_hooks.add_banners(None, "tutorials/models/x", src)
+    assert NOT_EXECUTED_MARK in src[0] and src[0].index("=====") < src[0].index(NOT_EXECUTED_MARK)
+    executed = [rst + "\n.. rst-class:: sphx-glr-script-out\n\n .. code-block:: none\n\n    1\n"]
+    sphinx_hooks.add_banners(None, "tutorials/models/x", executed)
+    assert NOT_EXECUTED_MARK not in executed[0]
+    other = ["Usage\n=====\n\nNo gallery here.\n"]
+    sphinx_hooks.add_banners(None, "usage", other)
+    assert other == ["Usage\n=====\n\nNo gallery here.\n"]
+
+
+def test_force_forgets_the_selected_tutorials_only(tmp_path, monkeypatch):
+    gallery, results, downloads = tmp_path / "g", tmp_path / "r", tmp_path / "d"
+    for d in (gallery, results, downloads):
+        d.mkdir()
+    monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(results))
+    monkeypatch.setenv("TUTORIAL_DOWNLOADS_DIR", str(downloads))
+    for stem, key in (("qwen2_5_0_5b", "qwen2.5-0.5b"), ("palmyra_mini", "palmyra-mini")):
+        (gallery / f"{stem}.py.md5").write_text("x")
+        (results / f"{key}.json").write_text("{}")
+        (downloads / f"{key}-bench.json").write_text("{}")
+    removed = sphinx_hooks.force_rerun(gallery, "qwen2_5")
+    assert sorted(p.name for p in removed) == ["qwen2.5-0.5b-bench.json", "qwen2.5-0.5b.json", "qwen2_5_0_5b.py.md5"]
+    assert (gallery / "palmyra_mini.py.md5").is_file() and (results / "palmyra-mini.json").is_file()
+
+
+def _page(build: Path, stem: str, html: str) -> None:
+    p = build / "html" / "tutorials" / "models" / f"{stem}.html"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(html)
+
+
+def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
+    """`make html` ends with the check: a failed page makes it exit non-zero with one line naming the page."""
+    build = tmp_path / "b"
+    _page(build, "qwen2_5_0_5b", '<div class="sphx-glr-script-out"></div><pre>Traceback (most recent call last):'
+                                 '\nopenai.APIConnectionError</pre>')
+    for stem in ("palmyra_mini", "qwen_1_8b_chat"):
+        _page(build, stem, f'<div class="{NOT_EXECUTED_MARK}">Not executed in this build</div>')
+    venv = Path(sys.executable).parents[1]
+    p = subprocess.run(["make", "html", f"BUILDDIR={build}", f"VENV={venv}", "PREFLIGHT=true", "SPHINX=true"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    lines = [l for l in p.stderr.splitlines() if l.startswith("check: ")]
+    assert len(lines) == 1 and lines[0].startswith("check: qwen2_5_0_5b: the page shows a traceback"), p.stderr
+    assert "site:" not in p.stdout
+
+
+def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
+    build = tmp_path / "b"
+    prov = {"built_at": "2026-11-29T10:00:00+00:00", "git_commit": "abc", "backend": "cpu", "device": "CPU x 1",
+            "versions": {}, "weights": "stand-in", "profile": "quick", "wall_time_s": 3.0}
+    good = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
+            '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc')
+    _page(build, "qwen2_5_0_5b", good)
+    (build / "results").mkdir()
+    (build / "results" / "qwen2.5-0.5b.json").write_text(json.dumps(
+        {"provenance": dict(prov, built_at="2026-11-28T09:00:00+00:00"),
+         "results": {"environment": {}, "weights": {}, "server": {}, "benchmark": {}}}))
+    _page(build, "palmyra_mini", "<p>no output, no label</p>")
+    _page(build, "qwen_1_8b_chat", f'<div class="{NOT_EXECUTED_MARK}"></div>')
+    problems = check(build, strict=False)
+    assert problems == ["palmyra_mini: the page shows no output and does not say that it was not executed",
+                        "qwen2_5_0_5b: the page's provenance does not match qwen2.5-0.5b.json (stale page or JSON)"]
+    strict = check(build, strict=True)
+    assert "qwen_1_8b_chat: the page shows no output: the tutorial did not execute" in strict
