@@ -3,6 +3,8 @@
 # make html-noplot build the pages without executing the tutorials
 # make check       post-build check: every tutorial executed, with tables, figures, provenance
 # make html TUTORIAL_ONLY=qwen2_5_0_5b FORCE=1   re-run one tutorial even if nothing it uses changed
+# make check GATE=1  also fail on regressions against the recorded results (results/)
+# make record      store this build's results documents in results/<model>/<machine>.json
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -17,7 +19,8 @@ export TUTORIAL_FORCE := $(FORCE)
 PREFLIGHT ?= $(VPY) scripts/preflight.py
 CHECK := $(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
 
-.PHONY: html html-noplot test check clean distclean venv
+GATE ?=
+.PHONY: html html-noplot test check record clean distclean venv
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt scripts/bootstrap_env.sh
@@ -36,7 +39,10 @@ test: venv
 	$(VPY) -m pytest tests
 
 check: venv
-	$(CHECK) --strict
+	$(CHECK) --strict $(if $(filter-out 0,$(GATE)),--gate)
+
+record: venv
+	$(VPY) scripts/record.py --build-dir $(BUILDDIR)
 
 clean:
 	rm -rf $(BUILDDIR) docs/source/tutorials/models docs/source/_generated

@@ -8,8 +8,8 @@ ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.sphinx_hooks import (add_banners, force_rerun, inputs_digest,  # noqa: E402
-                                        invalidate_stale_examples, write_generated)
+from npu_tutorials.sphinx_hooks import (add_banners, always_reread_landing, fill_landing,  # noqa: E402
+                                        force_rerun, inputs_digest, invalidate_stale_examples, write_generated)
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -71,3 +71,5 @@ sphinx_gallery_conf = {
 
 def setup(app):
     app.connect("source-read", add_banners)
+    app.connect("source-read", fill_landing)
+    app.connect("env-get-outdated", always_reread_landing)

@@ -19,14 +19,15 @@ faster vLLM is than plain transformers on the same device.
 from npu_tutorials.tutorial import Tutorial
 
 tut = Tutorial("palmyra-mini")
-tut.environment_table()
+show = tut.show  # every table and plot below is a view of tut.doc, the results document
+show.environment()
 
 # %%
 # The model's shape.  Its own ``config.json`` was not available offline: the
 # values are Qwen2.5-1.5B's, and the fields marked *inferred* (an untied
 # ``lm_head``, from the 3.55 GB checkpoint size) are our reading, not
 # published facts.
-tut.properties_table()
+show.properties()
 
 # %%
 # Weights
@@ -34,7 +35,7 @@ tut.properties_table()
 # Real weights: ``hf download Writer/palmyra-mini`` (or
 # ``TUTORIAL_MODEL_PATH_PALMYRA_MINI``).  Otherwise a seeded stand-in.
 weights = tut.prepare_weights()
-tut.weights_table()
+show.weights()
 
 # %%
 # Deploy
@@ -51,19 +52,18 @@ tut.weights_table()
 # float32, and says so):
 tut.prepare_serving_checkpoint()
 server = tut.start_server()
-print(tut.server_command())
-print(f"ready after {server.startup_s:.0f} s")
+print(show.server_command())
 
 # %%
 # Accuracy: greedy agreement with the CPU
 # ---------------------------------------
 # Five prompts of different lengths and content, 20 greedy tokens each, on
 # the engine and on the fp32 CPU reference fed the same token ids.
-greedy = tut.greedy_agreement()
-tut.greedy_table(greedy)
+tut.greedy_agreement()
+show.greedy_table()
 
 # %%
-tut.greedy_plot(greedy)
+show.greedy_plot()
 
 # %%
 # Performance: latency against input length
@@ -72,19 +72,19 @@ tut.greedy_plot(greedy)
 # (time to first token is then the prefill latency, time per output token
 # the decode latency), then all requests at once, where chunked prefill
 # lets them share the engine.
-lengths = tut.input_length_sweep()
-tut.length_table(lengths)
+tut.input_length_sweep()
+show.length_table()
 
 # %%
 # Performance: throughput against concurrency
 # -------------------------------------------
 # Output throughput at 1, 2, 4, 8 and 16 concurrent requests, and the
 # scaling efficiency throughput(n) / (n x throughput(1)).
-conc = tut.concurrency_sweep()
-tut.concurrency_table(conc)
+tut.concurrency_sweep()
+show.concurrency_table()
 
 # %%
-tut.sweep_plot(lengths, conc)
+show.sweep_plot()
 
 # %%
 # Efficiency
@@ -93,7 +93,8 @@ tut.sweep_plot(lengths, conc)
 # memory bandwidth bounds the speed.  Beside it, the same checkpoint through
 # plain transformers ``generate`` on the same device: the baseline you would
 # otherwise use.
-tut.efficiency(conc)
+tut.efficiency()
+show.efficiency_table()
 
 # %%
 # Known limitations
@@ -101,6 +102,7 @@ tut.efficiency(conc)
 # What the server itself reported in this build (flags it ignored, kernels
 # it lacked), deduplicated:
 tut.known_limitations()
+show.known_limitations()
 
 # %%
 # Validation scripts
@@ -117,3 +119,16 @@ tut.known_limitations()
 # Provenance
 # ----------
 tut.finish()
+show.provenance()
+
+# %%
+# On other hardware
+# -----------------
+# Results of this tutorial recorded by earlier builds on other machines
+# (``results/`` in the repository), beside this build's, and the regression
+# gate against the recorded baseline of the same machine (``make check GATE=1``):
+recorded = tut.recorded()
+show.on_other_hardware(recorded)
+
+# %%
+show.gate_table(recorded)

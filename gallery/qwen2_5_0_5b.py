@@ -25,7 +25,8 @@ The same script runs on an NPU (vllm-ascend), a GPU (vllm) or a CPU
 from npu_tutorials.tutorial import Tutorial
 
 tut = Tutorial("qwen2.5-0.5b")
-tut.environment_table()
+show = tut.show  # every table and plot below is a view of tut.doc, the results document
+show.environment()
 
 # %%
 # Weights
@@ -37,7 +38,7 @@ tut.environment_table()
 # bf16 weights drawn after seeding 42, so that the engine runs the real
 # network shape.  The table says which of the two this build used.
 weights = tut.prepare_weights()
-tut.weights_table()
+show.weights()
 
 # %%
 # To fetch the real weights on your own host, use one of:
@@ -50,14 +51,13 @@ tut.weights_table()
 # ``vllm.LLM`` plus ``SamplingParams``.  vLLM starts its engine in a spawned
 # process, so the script needs an ``if __name__ == "__main__":`` guard.  This
 # is the exact script this build ran, with this build's weights path:
-print(tut.offline_example_code())
+print(tut.offline_example_code("<weights>"))
 
 # %%
 # It runs as its own Python process (so its engine is gone before the server
 # starts); this is what it printed:
-offline = tut.run_offline_example()
-print(f"{offline['prompt']!r} -> {offline['text']!r}")
-print(f"(whole script, engine start included: {offline['wall_s']:.0f} s)")
+tut.run_offline_example()
+print(show.offline_output())
 
 # %%
 # Serve
@@ -67,15 +67,14 @@ print(f"(whole script, engine start included: {offline['wall_s']:.0f} s)")
 # accuracy check below can read the logits of the whole vocabulary from the
 # serving engine itself.  The exact command this build ran:
 server = tut.start_server()
-print(tut.server_command())
-print(f"ready after {server.startup_s:.0f} s; models: {server.models()}")
+print(show.server_command())
 
 # %%
 # Functional check
 # ----------------
 # The report's completion request through the ``openai`` client.  The same
 # request with curl:
-print(tut.curl_command())
+print(show.curl_command())
 
 # %%
 from openai import OpenAI
@@ -86,6 +85,7 @@ completion = client.completions.create(
     model="Qwen2.5-0.5B", prompt=prompt, max_tokens=100, temperature=0.7
 )
 tut.record_completion(prompt, completion)
+show.functional()
 
 # %%
 # Performance
@@ -96,16 +96,16 @@ tut.record_completion(prompt, completion)
 # says which conditions ran.  On a host with the ``vllm`` command, the same
 # benchmark is:
 print(tut.bench_command())
-tut.conditions_table()
+show.conditions()
 
 # %%
-result = tut.benchmark()
-tut.bench_table(result)
+tut.benchmark()
+show.bench_table()
 
 # %%
 # How the latency is distributed over the requests (all 20 start together,
 # so the first token waits for the others' prefill):
-tut.bench_plot(result)
+show.bench_plot()
 
 # %%
 # The raw result of ``vllm bench serve`` (with per-request TTFT, ITL and
@@ -119,19 +119,19 @@ tut.bench_plot(result)
 # (bf16 on an accelerator; float32 on a CPU without native bf16, as the
 # conditions table says) and the reference is transformers in fp32 on the
 # CPU, fed the same token ids.
-acc = tut.logits_agreement()
-acc.table()
+tut.logits_agreement()
+show.logits_table()
 
 # %%
-tut.logits_plot(acc)
+show.logits_plot()
 
 # %%
 # Against the report's thresholds (normalized MSE below 1 %, top-1 agreement
 # 100 %), with the report's own figures beside ours:
-acc.verdict()
+show.logits_verdict()
 
 # %%
-tut.logits_table_with_reported(acc)
+show.logits_vs_reported()
 
 # %%
 # Provenance
@@ -140,6 +140,21 @@ tut.logits_table_with_reported(acc)
 # measured, to ``_build/results/qwen2.5-0.5b.json``
 # (:download:`download <data/qwen2.5-0.5b-results.json>`).
 tut.finish()
+show.provenance()
+
+# %%
+# On other hardware
+# -----------------
+# Results of this tutorial recorded by earlier builds on other machines
+# (``results/`` in the repository), beside this build's; the same views draw
+# every recorded document.
+recorded = tut.recorded()
+show.on_other_hardware(recorded)
+
+# %%
+# The regression gate (``make check GATE=1``) compares this build with the
+# recorded baseline of the same machine, weights kind and profile:
+show.gate_table(recorded)
 
 # %%
 # FAQ

@@ -5,10 +5,10 @@ Qwen-1_8B-Chat: a first-generation QWen model on any vLLM
 Qwen-1_8B-Chat is the 1.8 B chat model of Alibaba Cloud's first Qwen
 generation, with an 8K-token context.  Its architecture, ``QWenLMHeadModel``,
 needs ``--trust-remote-code`` and was removed from vLLM after 0.23.0, so the
-original report's commands only work on the vllm-ascend 0.23 line.  This
-tutorial serves it natively where the installed vLLM still has the
-architecture, and everywhere else through an exact conversion to the
-equivalent ``Qwen2ForCausalLM`` layout, with no remote code at all.  It then
+original report's commands only work on the vllm-ascend 0.23 line; current
+vllm-ascend images carry a newer vLLM.  This tutorial serves it on every
+backend through an exact conversion to the equivalent ``Qwen2ForCausalLM``
+layout, with no remote code at all.  It then
 repeats the report's checks: a chat request, the serving benchmark, numeric
 and text-level consistency against an fp32 CPU reference, and the task-level
 checks (GSM-style math and five Chinese questions).
@@ -20,11 +20,12 @@ checks (GSM-style math and five Chinese questions).
 from npu_tutorials.tutorial import Tutorial
 
 tut = Tutorial("qwen-1_8b-chat")
-tut.environment_table()
+show = tut.show  # every table and plot below is a view of tut.doc, the results document
+show.environment()
 
 # %%
 # The report's property table, generated from the model card and its config:
-tut.properties_table()
+show.properties()
 
 # %%
 # Weights
@@ -35,11 +36,11 @@ tut.properties_table()
 # ``auto_map`` config, ``qwen.tiktoken``), so it looks like what ModelScope
 # delivers.
 weights = tut.prepare_weights()
-tut.weights_table()
+show.weights()
 
 # %%
-# Native or converted
-# -------------------
+# Converted, on every vLLM
+# ------------------------
 # Mathematically, QWen is a Qwen2 model with as many KV heads as attention
 # heads, an MLP of width ``intermediate_size / 2`` and ``rope_theta =
 # rotary_emb_base``; dynamic NTK and logn scaling only act beyond 8192
@@ -52,8 +53,9 @@ tut.weights_table()
 #
 # .. include:: /_generated/qwen-1_8b-chat/deploy.rst
 #
-# Which path did this build take?
+# How this build served it:
 tut.prepare_serving_checkpoint()
+show.serving_checkpoint()
 
 # %%
 # Deploy and check readiness
@@ -62,14 +64,13 @@ tut.prepare_serving_checkpoint()
 # ``--max-model-len 8192``, ``--max-num-seqs 32``).  The exact command this
 # build ran:
 server = tut.start_server()
-print(tut.server_command())
-print(f"ready after {server.startup_s:.0f} s; /v1/models lists {server.models()}")
+print(show.server_command())
 
 # %%
 # Chat
 # ----
 # The report's readiness check and chat request, as curl:
-print(tut.curl_command())
+print(show.curl_command())
 
 # %%
 # and through the ``openai`` client, with this build's reply:
@@ -83,21 +84,22 @@ completion = client.chat.completions.create(
     max_tokens=32,
 )
 tut.record_chat("你好", completion)
+show.functional()
 
 # %%
 # Serving benchmark
 # -----------------
 # The report ran ``vllm bench serve`` with 64 prompts of 512 random tokens,
 # 128 output tokens, at 4 requests per second.  The conditions of this build:
-tut.conditions_table()
+show.conditions()
 
 # %%
 print(tut.bench_command())
-result = tut.benchmark()
-tut.bench_table(result)
+tut.benchmark()
+show.bench_table()
 
 # %%
-tut.bench_plot(result)
+show.bench_plot()
 
 # %%
 # Raw result: :download:`qwen-1_8b-chat-bench.json <data/qwen-1_8b-chat-bench.json>`.
@@ -109,53 +111,71 @@ tut.bench_plot(result)
 # perplexities, and how close are the whole next-token distributions?  The
 # engine returns all 151,936 logits only for the position right after a
 # prompt, so the engine side is one request per prefix of the text.
-cons = tut.forward_consistency()
-cons.verdict()
+tut.forward_consistency()
+show.consistency_verdict()
 
 # %%
-tut.consistency_table_with_reported(cons)
+show.consistency_vs_reported()
 
 # %%
 # Text-level consistency
 # ----------------------
 # The report's five questions, greedy (temperature 0) through the chat
 # template, on the engine and on the reference, side by side:
-rows = tut.text_consistency()
-tut.text_table(rows)
+tut.text_consistency()
+show.text_table()
 
 # %%
 # Task level
 # ----------
 # The same five answers scored against the expected ones:
-tut.qa_scores(rows)
+tut.qa_scores()
+show.qa_table()
 
 # %%
 # and the report's GSM8K-20.  GSM8K itself needs a dataset hub; offline,
 # GSM8K-style problems come from ``reasoning-gym``'s templates.  The table
 # says which set was used.
-tut.gsm_examples()
+tut.gsm()
+show.gsm_examples()
 
 # %%
-tut.gsm()
+show.gsm_table()
 
 # %%
 # e2e test config
 # ---------------
 # The report contributed a vllm-ascend e2e accuracy config.  Generated from
-# the model card (:download:`Qwen-1_8B-Chat.yaml <data/Qwen-1_8B-Chat.yaml>`):
-print(tut.e2e_config())
+# the model card and what this build ran (:download:`qwen-1_8b-chat-e2e.yaml <data/qwen-1_8b-chat-e2e.yaml>`):
+tut.e2e_config()
+print(show.e2e_config())
 
 # %%
 # Provenance
 # ----------
 tut.finish()
+show.provenance()
+
+# %%
+# On other hardware
+# -----------------
+# Results of this tutorial recorded by earlier builds on other machines
+# (``results/`` in the repository), beside this build's, and the regression
+# gate against the recorded baseline of the same machine (``make check GATE=1``):
+recorded = tut.recorded()
+show.on_other_hardware(recorded)
+
+# %%
+show.gate_table(recorded)
 
 # %%
 # FAQ
 # ---
 # **Do I need --trust-remote-code?** Only to serve the original checkpoint on
-# a vLLM that still has ``QWenLMHeadModel`` (the vllm-ascend 0.23 line).  The
-# converted checkpoint is a plain ``Qwen2ForCausalLM``.
+# a vLLM that still has ``QWenLMHeadModel`` (the vllm-ascend 0.23 line), and
+# then every step that loads its tokenizer needs it too (``vllm bench serve
+# --trust-remote-code``).  The converted checkpoint is a plain
+# ``Qwen2ForCausalLM`` and needs none, on every vLLM.
 #
 # **Is the conversion lossy?** No: it only splits and renames tensors; a
 # test compares logits with an independent implementation of the original

@@ -24,6 +24,7 @@ def main() -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--strict", dest="strict", action="store_true", default=True)
     mode.add_argument("--built", dest="strict", action="store_false")
+    ap.add_argument("--gate", action="store_true", help="also compare with the recorded baselines (GATE=1)")
     a = ap.parse_args()
     # make check follows TUTORIAL_ONLY; the end of make html checks every page it wrote
     only = os.environ.get("TUTORIAL_ONLY", "") if a.strict else ""
@@ -33,6 +34,15 @@ def main() -> int:
     if not problems:
         print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
               "check: every page is publishable (executed pages are complete, the others say they did not run)")
+    if a.gate:
+        from npu_tutorials.site_check import gate_lines
+
+        notes, regressions = gate_lines(Path(a.build_dir), only)
+        for line in notes:
+            print(f"gate: {line}")
+        for line in regressions:
+            print(f"gate: {line}", file=sys.stderr)
+        problems += regressions
     return 1 if problems else 0
 
 

@@ -1,28 +1,27 @@
 import importlib.util
-import json
 from pathlib import Path
+
+from docs import make_doc
+
+from npu_tutorials.results import write_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "check_site.py")
 check_site = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check_site)
 
-PROV = {"built_at": "2026-11-29T10:00:00+00:00", "git_commit": "abc123", "backend": "cpu", "device": "CPU x 1",
-        "versions": {"vllm": "0.32.0"}, "weights": "stand-in", "profile": "quick", "wall_time_s": 12.5}
+GOOD = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 4
+        + '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
 
 
-def _site(tmp_path, html, prov=PROV, sections=("environment", "weights", "server", "benchmark")):
+def _site(tmp_path, html, doc=None):
     page = tmp_path / "html" / "tutorials" / "models" / "qwen2_5_0_5b.html"
     page.parent.mkdir(parents=True)
     page.write_text(html)
-    res = tmp_path / "results" / "qwen2.5-0.5b.json"
-    res.parent.mkdir(parents=True)
-    res.write_text(json.dumps({"provenance": prov, "results": {s: {} for s in sections}}))
+    (tmp_path / "results").mkdir()
+    if doc is not False:
+        write_doc(doc or make_doc(), tmp_path / "results" / "qwen2.5-0.5b.json")
     return tmp_path
-
-
-GOOD = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 4
-        + '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
 
 
 def test_good_site_passes(tmp_path):
@@ -34,18 +33,35 @@ def test_unexecuted_page_fails(tmp_path):
     assert problems == ["qwen2_5_0_5b: the page shows no output: the tutorial did not execute"]
 
 
-def test_missing_figure_tables_and_provenance(tmp_path):
+def test_missing_figure_tables_and_results(tmp_path):
     html = '<div class="sphx-glr-script-out"></div><div class="tut-table"></div>'
-    prov = {k: v for k, v in PROV.items() if k != "git_commit"}
-    problems = check_site.check(_site(tmp_path, html, prov, sections=("environment",)), "qwen2_5")
+    problems = check_site.check(_site(tmp_path, html, doc=False), "qwen2_5")
     assert len(problems) == 1  # one line per page
     text = problems[0]
-    assert "fewer than 3 result tables" in text and "no figure" in text
-    assert "lacks provenance ['git_commit']" in text and "lacks 'weights'" in text
-    assert "no performance measurement" in text
+    assert "fewer than 3 result tables" in text and "no figure" in text and "no results JSON" in text
+
+
+def test_missing_sections_fail(tmp_path):
+    doc = make_doc()
+    doc.results.server = None
+    doc.results.benchmark = None
+    text = check_site.check(_site(tmp_path, GOOD, doc), "qwen2_5")[0]
+    assert "no server section" in text and "no performance measurement" in text
+
+
+def test_failed_run_fails(tmp_path):
+    text = check_site.check(_site(tmp_path, GOOD, make_doc(status="failed")), "qwen2_5")[0]
+    assert "the run failed (the server died)" in text
 
 
 def test_stale_results_json_fails(tmp_path):
-    prov = dict(PROV, git_commit="def456")
-    problems = check_site.check(_site(tmp_path, GOOD, prov), "qwen2_5")
+    problems = check_site.check(_site(tmp_path, GOOD, make_doc(commit="def456")), "qwen2_5")
     assert any("does not match" in p for p in problems)
+
+
+def test_invalid_results_json_fails_with_one_line(tmp_path):
+    site = _site(tmp_path, GOOD, doc=False)
+    (site / "results" / "qwen2.5-0.5b.json").write_text('{"schema": 1, "model": "qwen2.5-0.5b"}')
+    problems = check_site.check(site, "qwen2_5")
+    assert problems == ["qwen2_5_0_5b: " + str(site / "results" / "qwen2.5-0.5b.json")
+                        + ": results schema 1, this code reads schema 2"]

@@ -5,7 +5,6 @@ example (the real tutorials take minutes): the project's own ``reset_example``
 hook and page banners, the real sphinx-gallery and Sphinx.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -160,16 +159,15 @@ def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
 
 
 def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
+    from docs import make_doc
+
+    from npu_tutorials.results import write_doc
+
     build = tmp_path / "b"
-    prov = {"built_at": "2026-11-29T10:00:00+00:00", "git_commit": "abc", "backend": "cpu", "device": "CPU x 1",
-            "versions": {}, "weights": "stand-in", "profile": "quick", "wall_time_s": 3.0}
     good = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
-            '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc')
+            '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
     _page(build, "qwen2_5_0_5b", good)
-    (build / "results").mkdir()
-    (build / "results" / "qwen2.5-0.5b.json").write_text(json.dumps(
-        {"provenance": dict(prov, built_at="2026-11-28T09:00:00+00:00"),
-         "results": {"environment": {}, "weights": {}, "server": {}, "benchmark": {}}}))
+    write_doc(make_doc(built_at="2026-11-28T09:00:00+00:00"), build / "results" / "qwen2.5-0.5b.json")
     _page(build, "palmyra_mini", "<p>no output, no label</p>")
     _page(build, "qwen_1_8b_chat", f'<div class="{NOT_EXECUTED_MARK}"></div>')
     problems = check(build, strict=False)

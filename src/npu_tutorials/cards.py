@@ -162,7 +162,8 @@ class Sweep(_Strict):
     sweep_output_len: int = Field(gt=1)
     requests_per_point: int = Field(gt=0)
     concurrency: list[int] = Field(min_length=1)
-    rounds: int = Field(default=2, gt=0)  # requests per concurrency point = rounds x concurrency
+    rounds: int = Field(default=2, gt=0)  # requests per run at a concurrency point = max(2, rounds) x concurrency
+    repeats: int = Field(default=3, gt=0)  # runs per concurrency point: throughput is their median
     baseline_new_tokens: int = Field(gt=0)
 
     @field_validator("concurrency")
@@ -179,6 +180,8 @@ class Reported(_Strict):
     source: str
     hardware: str
     figures: dict[str, dict[str, float | int | str]] = {}
+    # How the report measured a figure differently from this site (shown wherever it is cited).
+    method_notes: dict[str, str] = {}
 
 
 class Card(_Strict):
@@ -195,6 +198,9 @@ class Card(_Strict):
     accuracy: Accuracy = Accuracy()
     sweeps: dict[Literal["full", "quick"], Sweep] | None = None
     reported: Reported
+    # Regression-gate limits overriding the defaults (npu_tutorials.gate.DEFAULT_LIMITS), by vLLM metric name.
+    gates: dict[Literal["output_throughput", "median_ttft_ms", "median_tpot_ms", "roofline_fraction"],
+                float] = {}
 
     @field_validator("config_dir")
     @classmethod

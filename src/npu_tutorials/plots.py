@@ -19,12 +19,11 @@ def _plt():
 
 
 def latency_distributions(bench, title: str):
-    """Per-request TTFT, TPOT and all inter-token latencies of one benchmark run."""
+    """Per-request TTFT, TPOT and all inter-token latencies of one benchmark run (a Benchmark section)."""
     plt = _plt()
-    d = bench.data
-    ttft = 1000 * np.asarray(d.get("ttfts", []), dtype=float)
-    tpot = np.asarray(bench.per_request_tpot_ms(), dtype=float)
-    itl = 1000 * np.asarray([x for req in d.get("itls", []) for x in req], dtype=float)
+    ttft = np.asarray(bench.ttft_ms, dtype=float)
+    tpot = np.asarray(bench.tpot_ms, dtype=float)
+    itl = np.asarray(bench.itl_ms, dtype=float)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, values, name in zip(axes, (ttft, tpot, itl), ("TTFT per request", "TPOT per request",
                                                             "inter-token latency (all tokens)")):
@@ -40,48 +39,57 @@ def latency_distributions(bench, title: str):
     return fig
 
 
-def logits_error(report, title: str):
-    """Histogram of engine - reference over every vocabulary entry, and engine vs reference."""
+def logits_error(section, title: str):
+    """Histogram of engine - reference over every vocabulary entry, and engine vs reference (a LogitsAgreement)."""
     plt = _plt()
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
-    a.hist(report.errors, bins=120, color="#b5523b", log=True)
-    a.set_xlabel("engine logit - reference logit")
+    h = section.error_histogram
+    edges, counts = np.asarray(h.edges), np.asarray(h.counts)
+    a.stairs(np.maximum(counts, 0.5), edges, fill=True, color="#b5523b")
+    a.set_yscale("log")
+    a.set_xlabel("engine - reference" + (" (log-probabilities)" if "log" in section.compared_form else " (logits)"))
     a.set_ylabel("count (log)")
-    a.set_title(f"error over {report.errors.size:,} logits ({len(report.rows)} prompts)", fontsize=10)
-    eng, ref = report.sample
-    step = max(1, ref.size // 20000)
-    b.scatter(ref[::step], eng[::step], s=1, alpha=0.4, color="#3a6ea5")
+    a.set_title(f"error over {int(counts.sum()):,} values ({len(section.rows)} prompts)", fontsize=10)
+    eng, ref = np.asarray(section.scatter_engine), np.asarray(section.scatter_reference)
+    b.scatter(ref, eng, s=1, alpha=0.4, color="#3a6ea5")
     lo, hi = float(min(ref.min(), eng.min())), float(max(ref.max(), eng.max()))
     b.plot([lo, hi], [lo, hi], color="k", lw=0.8)
-    b.set_xlabel("reference logit (fp32, CPU)")
-    b.set_ylabel("engine logit")
-    b.set_title(f"first prompt, every {step}th token", fontsize=10)
+    b.set_xlabel("reference (fp32, CPU)")
+    b.set_ylabel("engine")
+    b.set_title(f"first prompt, {ref.size:,} evenly spaced tokens", fontsize=10)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
 
 
-def sweeps(length_rows: list[dict], conc_rows: list[dict], title: str):
-    """Prefill / decode / TTFT against input length, and throughput against concurrency."""
+def _med_err(stats):
+    """Medians and asymmetric interquartile error bars of a list of Stat."""
+    med = np.array([s.median for s in stats])
+    return med, np.array([med - [s.q1 for s in stats], [s.q3 for s in stats] - med])
+
+
+def sweeps(length_rows, conc_rows, title: str):
+    """Prefill / decode / TTFT against input length, and throughput against concurrency (medians, IQR bars)."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    L = [r["input_len"] for r in length_rows]
-    axes[0].plot(L, [r["prefill_ms"] for r in length_rows], "o-", label="prefill (TTFT, alone)")
-    axes[0].plot(L, [r["ttft_concurrent_ms"] for r in length_rows], "s--",
-                 label=f"TTFT, {length_rows[0]['concurrent_requests']} at once (chunked prefill)")
+    L = [r.input_len for r in length_rows]
+    axes[0].errorbar(L, *_med_err([r.prefill_ms for r in length_rows]), fmt="o-", capsize=3,
+                     label="prefill (TTFT, alone)")
+    axes[0].errorbar(L, *_med_err([r.ttft_concurrent_ms for r in length_rows]), fmt="s--", capsize=3,
+                     label=f"TTFT, {length_rows[0].concurrent_requests} at once (chunked prefill)")
     axes[0].set_xlabel("input tokens")
     axes[0].set_ylabel("ms")
     axes[0].set_xscale("log", base=2)
     axes[0].legend(fontsize=8)
     axes[0].set_title("time to first token", fontsize=10)
-    axes[1].plot(L, [r["tpot_ms"] for r in length_rows], "o-", color="#b5523b")
+    axes[1].errorbar(L, *_med_err([r.tpot_ms for r in length_rows]), fmt="o-", capsize=3, color="#b5523b")
     axes[1].set_xscale("log", base=2)
     axes[1].set_xlabel("input tokens")
     axes[1].set_ylabel("ms per output token")
     axes[1].set_title("decode latency (TPOT, alone)", fontsize=10)
-    c = [r["concurrency"] for r in conc_rows]
-    thr = [r["output_throughput"] for r in conc_rows]
-    axes[2].plot(c, thr, "o-", label="measured")
+    c = [r.concurrency for r in conc_rows]
+    thr, err = _med_err([r.output_throughput for r in conc_rows])
+    axes[2].errorbar(c, thr, err, fmt="o-", capsize=3, label="measured (median of runs)")
     axes[2].plot(c, [thr[0] * n for n in c], ":", color="gray", label="linear from concurrency 1")
     axes[2].set_xscale("log", base=2)
     axes[2].set_xlabel("concurrent requests")
@@ -98,7 +106,7 @@ def greedy_agreement(rows, title: str):
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 3.4))
     names = [r.prompt[:28] + ("…" if len(r.prompt) > 28 else "") for r in rows]
-    rates = [100 * r.to_dict()["match_rate"] for r in rows]
+    rates = [100 * r.match_rate for r in rows]
     bars = ax.barh(names, rates, color="#3a6ea5")
     for b, r in zip(bars, rows):
         label = "identical" if r.first_divergence is None else f"diverges at token {r.first_divergence}"
@@ -107,5 +115,24 @@ def greedy_agreement(rows, title: str):
     ax.set_xlabel("position-wise match of the greedy tokens (%)")
     ax.invert_yaxis()
     ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def tuning(section, title: str):
+    """TPOT at concurrency 1 (median, IQR) and roofline fraction per configuration."""
+    plt = _plt()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.4))
+    names = [r.name for r in section.rows]
+    med, err = _med_err([r.tpot_ms for r in section.rows])
+    a.barh(names, med, xerr=err, color="#3a6ea5", capsize=3)
+    a.set_xlabel("TPOT at concurrency 1 (ms, median and IQR)")
+    a.invert_yaxis()
+    frac = [100 * (r.fraction or 0) for r in section.rows]
+    b.barh(names, frac, color="#b5523b")
+    b.axvline(100, color="k", lw=0.8)
+    b.set_xlabel("fraction of the measured bandwidth roofline (%)")
+    b.invert_yaxis()
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig

@@ -1,8 +1,13 @@
-"""Provenance and the results JSON every tutorial writes.
+"""Results documents on disk: this build's, and those recorded on other hardware.
 
-``_build/results/<model>.json`` (schema: docs/source/results-schema.md)::
+* ``_build/results/<model>.json``: what this build measured (written by
+  :meth:`Tutorial.finish`, or with ``status: failed`` when a run stops part-way).
+* ``results/<model>/<machine-slug>.json`` in the repository: documents recorded
+  by earlier builds on other hardware (``make record``), shown beside this
+  build's and used as regression baselines.
 
-    {"schema": 1, "model": ..., "provenance": {...}, "results": {section: {...}}}
+Documents are validated on write and on read (:mod:`npu_tutorials.schema`) and
+must not hold paths of the machine that made them.
 """
 
 from __future__ import annotations
@@ -11,13 +16,17 @@ import datetime as dt
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from pydantic import ValidationError
 
-SCHEMA_VERSION = 1
-REQUIRED_PROVENANCE = ("built_at", "git_commit", "backend", "device", "versions", "weights", "profile", "wall_time_s")
+from .errors import TutorialError
+from .schema import SCHEMA_VERSION, ResultsDoc
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED_DIR = ROOT / "results"
 
 
 def results_dir() -> Path:
@@ -25,8 +34,12 @@ def results_dir() -> Path:
 
 
 def artifacts_dir() -> Path:
-    """Where tutorials put files a page links to (raw benchmark JSON, logs)."""
+    """Where tutorials put working files (raw benchmark JSON, server logs)."""
     return Path(os.environ.get("TUTORIAL_ARTIFACTS_DIR") or results_dir() / "artifacts")
+
+
+def recorded_dir() -> Path:
+    return Path(os.environ.get("TUTORIAL_RECORDED_DIR") or RECORDED_DIR)
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
@@ -46,28 +59,108 @@ def now_utc() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer)):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
+# -- machine paths -----------------------------------------------------------------------
+def machine_paths() -> dict[str, str]:
+    """Paths of this machine that must not leave it, each with the placeholder that replaces it."""
+    out = {}
+    cache = os.environ.get("TUTORIAL_CACHE")
+    for path, label in ((cache, "<cache>"), (sys.prefix, "<venv>"), (str(ROOT), "<repo>"),
+                        (os.path.expanduser("~"), "<home>"), (os.getcwd(), "<cwd>")):
+        if path and len(path) > 1:
+            out[str(Path(path).resolve())] = label
+            out[path] = label
+    return out
 
 
-def write_results(model: str, provenance: dict, results: dict) -> Path:
-    missing = [k for k in REQUIRED_PROVENANCE if k not in provenance]
-    if missing:
-        raise ValueError(f"provenance lacks {missing}")
-    out = results_dir() / f"{model}.json"
+def scrub(text: str, extra: dict[str, str] | None = None) -> str:
+    """Replace machine paths in ``text`` by placeholders (longest first)."""
+    table = {**machine_paths(), **(extra or {})}
+    for path in sorted(table, key=len, reverse=True):
+        text = text.replace(path, table[path])
+    return text
+
+
+def _strings(obj: Any):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def find_machine_paths(data: dict) -> list[str]:
+    paths = [p for p in machine_paths() if p not in ("/",)]
+    return sorted({p for s in _strings(data) for p in paths if p in s})
+
+
+# -- read and write ----------------------------------------------------------------------
+def write_doc(doc: ResultsDoc, path: Path | None = None) -> Path:
+    """Validate ``doc`` and write it (atomically) to ``path``, default ``<results_dir>/<model>.json``."""
+    data = ResultsDoc.model_validate(doc.dump()).dump()  # validated as it will be read back
+    leaked = find_machine_paths(data)
+    if leaked:
+        raise TutorialError(f"results for {doc.model} hold paths of this machine ({', '.join(leaked)}); "
+                            "scrub them before writing")
+    out = Path(path or results_dir() / f"{doc.model}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"schema": SCHEMA_VERSION, "model": model, "provenance": provenance, "results": results}
     tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(_jsonable(doc), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(out)
+    return out
+
+
+def read_doc(path: str | Path) -> ResultsDoc:
+    """Read and validate one results document; one clear line when it is not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TutorialError(f"{path}: no such results document") from None
+    except json.JSONDecodeError as exc:
+        raise TutorialError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    version = data.get("schema") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise TutorialError(f"{path}: results schema {version!r}, this code reads schema {SCHEMA_VERSION}")
+    try:
+        return ResultsDoc.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise TutorialError(f"{path}: {loc}: {first['msg']}") from None
+
+
+def this_build(model: str) -> ResultsDoc | None:
+    path = results_dir() / f"{model}.json"
+    return read_doc(path) if path.is_file() else None
+
+
+def recorded(model: str, directory: Path | None = None) -> list[ResultsDoc]:
+    """Documents recorded for ``model`` on other hardware, oldest first."""
+    d = Path(directory or recorded_dir()) / model
+    docs = [read_doc(p) for p in sorted(d.glob("*.json"))]
+    return sorted(docs, key=lambda doc: doc.provenance.built_at)
+
+
+def record(build_results: Path, directory: Path | None = None, models: list[str] | None = None) -> list[Path]:
+    """``make record``: store this build's complete documents as ``results/<model>/<slug>.json``."""
+    out = []
+    paths = sorted(Path(build_results).glob("*.json"))
+    if models is not None:
+        paths = [p for p in paths if p.stem in models]
+    if not paths:
+        raise TutorialError(f"no results documents in {build_results}: run make html first")
+    for path in paths:
+        doc = read_doc(path)
+        if doc.provenance.status != "complete":
+            raise TutorialError(f"{path.name}: refusing to record a {doc.provenance.status} run "
+                                f"({doc.provenance.failure or 'it did not finish'})")
+        if doc.provenance.git_commit.endswith("+dirty") or doc.provenance.git_commit == "unknown":
+            raise TutorialError(f"{path.name}: refusing to record a run of uncommitted code "
+                                f"({doc.provenance.git_commit}); commit, rebuild, then record")
+        dest = Path(directory or recorded_dir()) / doc.model / f"{doc.provenance.machine.slug}.json"
+        out.append(write_doc(doc, dest))
     return out

@@ -11,11 +11,11 @@ Two strictnesses:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from .errors import TutorialError
 from .gallery_index import tutorials
-from .results import REQUIRED_PROVENANCE
+from .results import read_doc
 
 NOT_EXECUTED_MARK = "tut-not-executed"
 
@@ -46,20 +46,23 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
     if not res.is_file():
         problems.append(f"{stem}: no results JSON at {res}")
         return problems
-    doc = json.loads(res.read_text(encoding="utf-8"))
-    prov = doc.get("provenance", {})
-    missing = [k for k in REQUIRED_PROVENANCE if prov.get(k) in (None, "")]
-    if missing:
-        problems.append(f"{stem}: results JSON lacks provenance {missing}")
-    elif not prov["wall_time_s"] > 0:
-        problems.append(f"{stem}: wall time {prov['wall_time_s']} s: the tutorial did not run")
-    elif prov["built_at"] not in html or prov["git_commit"] not in html:
+    try:
+        doc = read_doc(res)
+    except TutorialError as exc:
+        problems.append(f"{stem}: {exc}")
+        return problems
+    prov = doc.provenance
+    if prov.status != "complete":
+        problems.append(f"{stem}: the run {prov.status} ({prov.failure or 'no reason recorded'})")
+    elif not prov.wall_time_s > 0:
+        problems.append(f"{stem}: wall time {prov.wall_time_s} s: the tutorial did not run")
+    elif prov.built_at not in html or prov.git_commit not in html:
         problems.append(f"{stem}: the page's provenance does not match {res.name} (stale page or JSON)")
-    results = doc.get("results", {})
-    for section in ("environment", "weights", "server"):
-        if section not in results:
-            problems.append(f"{stem}: results JSON lacks '{section}'")
-    if not {"benchmark", "concurrency_sweep"} & set(results):
+    if prov.weights is None:
+        problems.append(f"{stem}: results JSON does not say which weights were used")
+    if doc.results.server is None:
+        problems.append(f"{stem}: results JSON has no server section")
+    if doc.results.benchmark is None and not doc.results.concurrency_sweep:
         problems.append(f"{stem}: results JSON has no performance measurement")
     return problems
 
@@ -73,3 +76,27 @@ def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str
         if problems:
             lines.append(f"{stem}: " + "; ".join(p.removeprefix(f"{stem}: ") for p in problems))
     return lines
+
+
+def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]:
+    """``make check GATE=1``: (notes, regressions), one regression per line with both values and provenances."""
+    from .cards import load_card
+    from .gate import gate
+    from .results import recorded
+
+    notes, regressions = [], []
+    for stem, key in tutorials(only=only).items():
+        path = Path(build) / "results" / f"{key}.json"
+        if not path.is_file():
+            notes.append(f"{key}: no results in this build, nothing to compare")
+            continue
+        doc = read_doc(path)
+        g = gate(doc, recorded(key), load_card(key))
+        if g.baseline is None:
+            notes.append(f"{key}: no recorded baseline for {doc.provenance.machine.slug}, "
+                         f"{doc.provenance.weights.kind if doc.provenance.weights else '?'} weights, "
+                         f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: passes")
+        elif g.passed:
+            notes.append(f"{key}: within the limits of the baseline of {g.baseline.provenance.built_at}")
+        regressions += g.regressions
+    return notes, regressions

@@ -16,8 +16,12 @@ def reset_example(gallery_conf, fname, when) -> None:
     fails or is interrupted part-way leaves nothing a later build would take as
     current; sphinx-gallery writes the ``.md5`` again only when the run succeeds.
     """
+    import sys
+
     from .server import stop_all
 
+    if "npu_tutorials.tutorial" in sys.modules:  # a run that stopped part-way: record it as failed
+        sys.modules["npu_tutorials.tutorial"].abandon_active("the tutorial raised before finish()")
     stop_all()
     if when == "before" and fname:
         gallery_dir = Path(gallery_conf.get("src_dir", ".")) / gallery_conf["gallery_dirs"][0]  # absolute stays
@@ -59,18 +63,21 @@ def force_rerun(gallery_dir: str | Path, only: str = "") -> list[Path]:
     return removed
 
 
+def _write_if_changed(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if not p.is_file() or p.read_text() != text:  # unchanged files keep Sphinx's cache valid
+        p.write_text(text)
+    return p
+
+
 def write_generated(srcdir: str | Path) -> list[Path]:
-    """Write ``_generated/<model>/deploy.rst`` (NPU / GPU / CPU tabs) for every card."""
-    out = []
-    for key in known_models():
-        card = load_card(key)
-        d = Path(srcdir) / "_generated" / key
-        d.mkdir(parents=True, exist_ok=True)
-        p = d / "deploy.rst"
-        text = deploy_rst(card)
-        if not p.is_file() or p.read_text() != text:  # unchanged files keep Sphinx's cache valid
-            p.write_text(text)
-        out.append(p)
+    """Write the pages generated from code: ``_generated/<model>/deploy.rst`` (NPU / GPU / CPU tabs)
+    for every card, and ``_generated/results_schema.md`` from the results document's models."""
+    from .schema import schema_markdown
+
+    gen = Path(srcdir) / "_generated"
+    out = [_write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
+    out.append(_write_if_changed(gen / "results_schema.md", schema_markdown()))
     return out
 
 
@@ -150,3 +157,45 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     lines = text.splitlines(keepends=True)
     at = _after_title(lines)
     source[0] = "".join(lines[:at]) + NOT_EXECUTED_BANNER.format(stem=stem) + "".join(lines[at:])
+
+
+SUPPORT_MARK = "<!-- support-matrix -->"
+COVERAGE_MARK = "<!-- coverage-matrix -->"
+
+
+def landing_markdown(now=None) -> tuple[str, str]:
+    """(support matrix, coverage matrix) from this build's and the recorded results documents."""
+    from .errors import TutorialError
+    from .gallery_index import tutorials
+    from .landing import coverage_matrix, support_matrix
+    from .results import read_doc, recorded, results_dir
+
+    stems = {key: stem for stem, key in tutorials().items()}
+    cards = [load_card(k) for k in stems]
+    this_build, notes = {}, []
+    for card in cards:
+        path = results_dir() / f"{card.key}.json"
+        try:
+            this_build[card.key] = read_doc(path) if path.is_file() else None
+        except TutorialError as exc:
+            this_build[card.key] = None
+            notes.append(f"- {exc}")
+    rec = {c.key: recorded(c.key) for c in cards}
+    pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
+    table = support_matrix(cards, pages, this_build, rec, now)
+    if notes:
+        table += "\n\nUnreadable results documents:\n\n" + "\n".join(notes)
+    return table, coverage_matrix(cards)
+
+
+def fill_landing(app, docname: str, source: list[str]) -> None:
+    """Sphinx ``source-read``: put the generated matrices where the landing page marks them."""
+    if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
+        return
+    support, coverage = landing_markdown()
+    source[0] = source[0].replace(SUPPORT_MARK, support).replace(COVERAGE_MARK, coverage)
+
+
+def always_reread_landing(app, env, added, changed, removed) -> list[str]:
+    """Sphinx ``env-get-outdated``: the landing page reads this build's results, so read it every build."""
+    return [d for d in ("index",) if d in env.found_docs]

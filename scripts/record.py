@@ -1,0 +1,36 @@
+#!/usr/bin/env python
+"""make record: store this build's complete results documents in results/<model>/<machine>.json.
+
+Refuses (one line, exit 2) a document from a failed or partial run, or from
+uncommitted code.  Commit the files it writes: they are what later builds on
+other machines show under "On other hardware", and the regression baselines.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from npu_tutorials.errors import run_cli  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=str(ROOT / "_build"))
+    ap.add_argument("--into", default=None, help="recorded results folder (default: results/ in the repository)")
+    a = ap.parse_args()
+    from npu_tutorials.gallery_index import tutorials
+    from npu_tutorials.results import record
+
+    only = os.environ.get("TUTORIAL_ONLY", "")
+    models = list(tutorials(only=only).values()) if only else None
+    for path in record(Path(a.build_dir) / "results", Path(a.into) if a.into else None, models):
+        print(f"record: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)

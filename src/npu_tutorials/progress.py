@@ -1,0 +1,107 @@
+"""Progress on the build's terminal: what each step is doing, how far along, what it cost.
+
+sphinx-gallery captures a tutorial's ``sys.stdout`` and ``sys.stderr`` into its
+page.  These lines go to the terminal the build was started from
+(``sys.__stderr__``), so they never reach a page.  On a terminal, long loops
+show a live bar (tqdm); elsewhere (CI logs) they print plain lines, at most one
+every :data:`QUIET_S` seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+from typing import Iterable, Iterator, TextIO, TypeVar
+
+T = TypeVar("T")
+QUIET_S = 30.0  # the longest a running build stays silent on a terminal without a TTY
+
+
+def terminal() -> TextIO:
+    """The build's own terminal, never the page (sphinx-gallery swaps sys.stderr during a run)."""
+    return sys.__stderr__ or sys.stderr
+
+
+def is_tty(stream: TextIO | None = None) -> bool:
+    stream = stream or terminal()
+    return bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("CI", "") in ("", "0", "false")
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+class Progress:
+    """Start and end lines for each step of one tutorial, and its cost table."""
+
+    def __init__(self, label: str, stream: TextIO | None = None):
+        self.label = label
+        self.stream = stream
+        self.costs: list[tuple[str, float, int]] = []  # (step, seconds, nesting depth)
+        self._depth = 0
+        self._last = time.monotonic()
+
+    @property
+    def out(self) -> TextIO:
+        return self.stream or terminal()
+
+    def say(self, text: str) -> None:
+        print(f"[{self.label}] {text}", file=self.out, flush=True)
+        self._last = time.monotonic()
+
+    def maybe_say(self, text: str, every: float = QUIET_S) -> None:
+        """A heartbeat: print unless something was printed in the last ``every`` seconds."""
+        if time.monotonic() - self._last >= every:
+            self.say(text)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        t = time.monotonic()
+        depth = self._depth
+        pad = "  " * depth
+        self.say(f"{pad}start {name}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException as exc:
+            self.say(f"{pad}FAILED {name} after {fmt_s(time.monotonic() - t)}: {type(exc).__name__}")
+            self.costs.append((name, time.monotonic() - t, depth))
+            raise
+        finally:
+            self._depth = depth
+        dt = time.monotonic() - t
+        self.costs.append((name, dt, depth))
+        self.say(f"{pad}done  {name} ({fmt_s(dt)})")
+
+    def iterate(self, items: Iterable[T], name: str, total: int | None = None) -> Iterator[T]:
+        """Loop over ``items`` as "name k/n" steps, each with its start and end line."""
+        items = list(items)
+        n = total or len(items)
+        for k, item in enumerate(items, 1):
+            with self.step(f"{name} {k}/{n}"):
+                yield item
+
+    def bar(self, total: int, desc: str):
+        """A tqdm bar on a TTY, plain lines at most every 30 s elsewhere (None when tqdm is absent)."""
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return None
+        tty = is_tty(self.out)
+        return tqdm(total=total, desc=f"[{self.label}] {desc}", file=self.out, leave=False,
+                    mininterval=0.5 if tty else QUIET_S, maxinterval=QUIET_S, dynamic_ncols=tty, ascii=not tty)
+
+    def cost_table(self) -> str:
+        if not self.costs:
+            return ""
+        top = [(n, s) for n, s, d in self.costs if d == 0]
+        width = max(len(n) for n, _ in top + [("total", 0)])
+        lines = [f"[{self.label}] cost of each step:"]
+        lines += [f"  {n.ljust(width)}  {fmt_s(s):>9}" for n, s in top]
+        lines.append(f"  {'total'.ljust(width)}  {fmt_s(sum(s for _, s in top)):>9}")
+        return "\n".join(lines)
+
+    def top_level(self) -> list[tuple[str, float]]:
+        return [(n, s) for n, s, d in self.costs if d == 0]

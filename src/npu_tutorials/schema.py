@@ -1,0 +1,438 @@
+"""The results document: what one tutorial run measured, with where and how.
+
+Measurement steps fill a :class:`ResultsDoc`; every table and plot on a page is
+a view of it (:mod:`npu_tutorials.views`).  It is validated when written and
+when read, holds no path of the machine that made it, and is versioned
+(``schema``), so a document recorded on an NPU runner last month renders the
+same way as this build's.  ``docs/source/results-schema.md`` is generated from
+these models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 2
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- shared pieces -----------------------------------------------------------------------
+class Stat(_Model):
+    """A figure from several samples: median, spread (quartiles, range) and sample size."""
+
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    n: int = Field(ge=1)
+
+    @classmethod
+    def of(cls, values) -> "Stat":
+        import numpy as np
+
+        a = np.asarray([float(v) for v in values], dtype=float)
+        if a.size == 0:
+            raise ValueError("a statistic needs at least one sample")
+        q1, med, q3 = np.percentile(a, [25, 50, 75])
+        return cls(median=float(med), q1=float(q1), q3=float(q3), min=float(a.min()), max=float(a.max()), n=int(a.size))
+
+    @property
+    def rel_spread(self) -> float:
+        """Interquartile range over the median."""
+        return (self.q3 - self.q1) / self.median if self.median else float("nan")
+
+    def text(self, digits: int = 1, unit: str = "") -> str:
+        u = f" {unit}" if unit else ""
+        if self.n == 1:
+            return f"{self.median:.{digits}f}{u} (n=1)"
+        return f"{self.median:.{digits}f}{u} (IQR {self.q1:.{digits}f}–{self.q3:.{digits}f}, n={self.n})"
+
+
+class Device(_Model):
+    index: int
+    name: str
+    memory_gib: float | None = None
+
+
+class Machine(_Model):
+    """Facts good enough to compare builds: which machine, which devices, which software."""
+
+    backend: Literal["npu", "cuda", "cpu"]
+    cpu_model: str
+    cpu_count: int
+    cpu_native_bf16: bool
+    memory_gib: float | None = None
+    devices: list[Device] = []
+    visible_devices: str | None = Field(None, description="ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES as inherited")
+    soc: str | None = None
+    driver: str | None = None
+    cann: str | None = None
+    versions: dict[str, str | None] = {}
+    python: str = ""
+    host_threads: int | None = Field(None, description="CPU threads the fp32 reference and CPU baselines used")
+
+    @property
+    def device_label(self) -> str:
+        if self.backend == "cpu" or not self.devices:
+            return f"{self.cpu_model} ({self.cpu_count} cores)"
+        names = sorted({d.name for d in self.devices})
+        return f"{' / '.join(names)} x {len(self.devices)}"
+
+    @property
+    def slug(self) -> str:
+        """A file-name key for 'this kind of machine' (results/<model>/<slug>.json)."""
+        import re
+
+        if self.backend == "cpu":
+            base = f"cpu-{self.cpu_model}-{self.cpu_count}c-{'bf16' if self.cpu_native_bf16 else 'nobf16'}"
+        else:
+            base = f"{self.backend}-{self.devices[0].name if self.devices else 'unknown'}"
+        return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-")
+
+
+class WeightsInfo(_Model):
+    kind: Literal["real", "stand-in"]
+    source: str
+    label: str
+    hub_id: str | None = None
+    revision: str | None = None
+    seed: int | None = None
+    sha256: str | None = None
+    config: dict[str, Any] = Field({}, description="the shape fields of the served config.json")
+
+
+class StepCost(_Model):
+    step: str
+    seconds: float
+
+
+class Provenance(_Model):
+    built_at: str = Field(description="UTC, start of the tutorial")
+    git_commit: str
+    backend: Literal["npu", "cuda", "cpu"]
+    device: str
+    machine: Machine
+    weights: WeightsInfo | None = None
+    profile: Literal["full", "quick"]
+    engine_dtype: str
+    wall_time_s: float = 0.0
+    status: Literal["running", "complete", "failed"] = Field(
+        description="failed: the run stopped part-way; its sections hold what it measured until then")
+    failure: str | None = None
+
+
+# -- sections ----------------------------------------------------------------------------
+class Conditions(_Model):
+    """The conditions of this build beside the card's (the report's)."""
+
+    profile: Literal["full", "quick"]
+    dtype: str
+    dtype_note: str = ""
+    eager: bool
+    build_changes: list[str] = Field([], description="what this build changed from the card, and why")
+
+
+class ServingCheckpoint(_Model):
+    route: str = Field(description="'as is' or 'converted to <arch>'")
+    why: str = ""
+
+
+class Server(_Model):
+    command: str = Field(description="the command this build ran, weights path replaced by <weights>")
+    base_url: str
+    startup_s: float
+    models: list[str]
+    logprobs_form: str | None = None
+
+
+class OfflineExample(_Model):
+    code: str
+    prompt: str
+    text: str
+    wall_s: float
+
+
+class Functional(_Model):
+    endpoint: Literal["completions", "chat"]
+    prompt: str
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class BenchConditions(_Model):
+    num_prompts: int
+    input_len: int
+    output_len: int
+    request_rate: float | str
+    max_concurrency: int | None = None
+
+
+class Benchmark(_Model):
+    name: str
+    conditions: BenchConditions
+    command: str = Field(description="vllm bench serve, as a reader would run it")
+    summary: dict[str, float] = Field(description="vLLM's own metric names: output_throughput, mean_ttft_ms, ...")
+    ttft_ms: list[float] = []
+    tpot_ms: list[float] = []
+    itl_ms: list[float] = []
+    repeats: int = 1
+    output_throughput: Stat | None = Field(None, description="over repeats, where the run was repeated")
+
+
+class Histogram(_Model):
+    edges: list[float]
+    counts: list[int]
+
+
+class LogitsRow(_Model):
+    prompt: str
+    num_tokens: int
+    nmse_pct: float
+    cosine: float
+    top1_match: float
+    top5_overlap: float
+    max_abs_err: float
+    mean_abs_err: float
+    kl_nats: float
+    engine_top1: int
+    reference_top1: int
+    reference_top2_margin: float
+    decisive: bool | None = Field(None, description="the reference's top-1/top-2 margin exceeds the error here")
+
+
+class Check(_Model):
+    metric: str
+    measured: str
+    threshold: str
+    passed: bool
+
+
+class LogitsAgreement(_Model):
+    rows: list[LogitsRow]
+    summary: dict[str, float]
+    thresholds: dict[str, float]
+    checks: list[Check]
+    passed: bool
+    compared_form: str = Field("raw logits", description="raw logits, or log-probabilities on both sides")
+    engine_dtype: str
+    error_histogram: Histogram
+    scatter_reference: list[float] = []
+    scatter_engine: list[float] = []
+
+
+class ForwardConsistency(_Model):
+    num_tokens: int
+    positions: int
+    top1_pct: float
+    top1_decisive_pct: float | None = None
+    ppl_engine: float
+    ppl_reference: float
+    ppl_rel_diff_pct: float
+    cosine: float
+    kl_nats: float
+    thresholds: dict[str, float]
+    checks: list[Check]
+    passed: bool
+    compared_form: str = "raw logits"
+
+
+class TextRow(_Model):
+    prompt: str
+    engine_text: str
+    reference_text: str
+    engine_ids: list[int]
+    reference_ids: list[int]
+    exact: bool
+    first_divergence: int | None
+    char_similarity: float = Field(description="difflib character ratio, not a semantic judgement")
+    match_rate: float
+    margin_at_divergence: float | None = None
+    error_at_divergence: float | None = None
+    first_token_error: float | None = Field(None, description="max |logit error| at this prompt's first generated position")
+
+
+class TextAgreement(_Model):
+    """Greedy outputs, engine vs reference (text consistency, greedy agreement)."""
+
+    num_tokens: int
+    chat: bool
+    rows: list[TextRow]
+    checks: list[Check] = []
+    passed: bool | None = None
+
+
+class TaskRow(_Model):
+    question: str
+    expected: str
+    output: str
+    correct: bool
+
+
+class TaskScore(_Model):
+    source: str
+    rows: list[TaskRow]
+    correct: int
+    total: int
+    max_tokens: int
+    truncated: int = Field(0, description="answers cut off by max_tokens")
+    meaningful_for_model_quality: bool
+
+
+class LengthPoint(_Model):
+    input_len: int
+    prefill_ms: Stat
+    tpot_ms: Stat
+    ttft_concurrent_ms: Stat
+    concurrent_requests: int
+
+
+class ConcurrencyPoint(_Model):
+    concurrency: int
+    output_throughput: Stat
+    tpot_ms: Stat
+    ttft_ms: Stat
+    speedup: float
+    efficiency: float
+
+
+class DecodeBytes(_Model):
+    matrices: int
+    embedding_row: int
+    lm_head: int
+    kv_cache: int
+    total: int
+    context_len: int
+    dtype: str
+
+
+class Baseline(_Model):
+    """Plain transformers generate on the same conditions as the vLLM figure beside it."""
+
+    batch: int
+    input_len: int
+    output_len: int
+    dtype: str
+    device: str
+    output_tokens_per_s: Stat
+    vllm_output_tokens_per_s: Stat
+    speedup: float
+
+
+class Efficiency(_Model):
+    decode_bytes: DecodeBytes
+    tpot_ms: Stat
+    achieved_bytes_per_s: float
+    measured_bandwidth: float | None
+    bandwidth_method: str
+    nominal_bandwidth: float | None = None
+    nominal_source: str | None = None
+    fraction: float | None
+    baselines: list[Baseline] = []
+
+
+class TuningRow(_Model):
+    name: str
+    flags: list[str]
+    env: dict[str, str] = {}
+    startup_s: float
+    tpot_ms: Stat
+    throughput_c1: Stat
+    throughput_high: Stat | None = None
+    high_concurrency: int | None = None
+    fraction: float | None = None
+
+
+class Tuning(_Model):
+    rows: list[TuningRow]
+    fixed_overhead_ms: float | None = None
+    bandwidth_bound_ms: float | None = None
+    limit: str = ""
+    command: str = ""
+
+
+class Results(_Model):
+    conditions: Conditions | None = None
+    serving_checkpoint: ServingCheckpoint | None = None
+    offline_example: OfflineExample | None = None
+    server: Server | None = None
+    functional: Functional | None = None
+    benchmark: Benchmark | None = None
+    logits_agreement: LogitsAgreement | None = None
+    forward_consistency: ForwardConsistency | None = None
+    text_consistency: TextAgreement | None = None
+    qa: TaskScore | None = None
+    gsm: TaskScore | None = None
+    greedy_agreement: TextAgreement | None = None
+    input_length_sweep: list[LengthPoint] | None = None
+    concurrency_sweep: list[ConcurrencyPoint] | None = None
+    efficiency: Efficiency | None = None
+    tuning: Tuning | None = None
+    server_warnings: list[str] | None = None
+    e2e_config: str | None = None
+    costs: list[StepCost] = []
+
+
+class ResultsDoc(_Model):
+    schema_: int = Field(SCHEMA_VERSION, alias="schema")
+    model: str = Field(description="the model card's key")
+    provenance: Provenance
+    results: Results = Results()
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def dump(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def schema_markdown() -> str:
+    """The results document's reference, generated from the models above (for the site)."""
+    import typing
+
+    def tname(ann) -> str:
+        origin = typing.get_origin(ann)
+        if origin is None:
+            return getattr(ann, "__name__", str(ann)).replace("NoneType", "null")
+        args = typing.get_args(ann)
+        if origin is typing.Literal:
+            return " \\| ".join(repr(a) for a in args)
+        if origin in (list,):
+            return f"list of {tname(args[0])}"
+        if origin in (dict,):
+            return f"map {tname(args[0])} → {tname(args[1])}"
+        return " \\| ".join(tname(a) for a in args)
+
+    seen, order = set(), []
+
+    def walk(model):
+        if model in seen:
+            return
+        seen.add(model)
+        order.append(model)
+        for f in model.model_fields.values():
+            for a in [f.annotation, *typing.get_args(f.annotation)] + [
+                    x for a in typing.get_args(f.annotation) for x in typing.get_args(a)]:
+                if isinstance(a, type) and issubclass(a, BaseModel):
+                    walk(a)
+
+    walk(ResultsDoc)
+    out = [f"Schema version {SCHEMA_VERSION}.  A type named in a row has its own table below.\n"]
+    for model in order:
+        out.append(f"### {model.__name__}\n")
+        doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        if doc and not doc.startswith("Usage docs"):
+            out.append(doc + "\n")
+        out.append("| field | type | required | description |\n|---|---|---|---|")
+        for name, f in model.model_fields.items():
+            shown = f.alias or name
+            out.append(f"| `{shown}` | {tname(f.annotation)} | {'yes' if f.is_required() else 'no'} | "
+                       f"{(f.description or '').replace('|', '/')} |")
+        out.append("")
+    return "\n".join(out)

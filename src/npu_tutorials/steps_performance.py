@@ -1,0 +1,113 @@
+"""Steps that measure speed: latency against input length, throughput against concurrency, efficiency."""
+
+from __future__ import annotations
+
+import re
+
+from . import efficiency, reference
+from .bench import run_serving_benchmark
+from .cards import BenchProfile
+from .errors import TutorialError
+from .schema import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Stat
+
+
+def _ms(values) -> list[float]:
+    return [1000.0 * v for v in values]
+
+
+class PerformanceSteps:
+    @property
+    def sweep(self):
+        if not self.card.sweeps:
+            raise TutorialError(f"cards/{self.card.key}.yaml has no sweeps section")
+        return self.card.sweeps[self.profile_name]
+
+    def _bench(self, prof: BenchProfile, name: str):
+        return run_serving_benchmark(self._need_server(), prof, model=self.card.serve.served_model_name,
+                                     tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps", name=name)
+
+    def input_length_sweep(self) -> list[LengthPoint]:
+        """Per input length: requests one at a time (TTFT = prefill latency, TPOT = decode), then all at once."""
+        reference.release()  # the engine needs the memory under load more than the reference does now
+        sw, rows = self.sweep, []
+        with self.step("input-length sweep"):
+            for n_in in self.progress.iterate(sw.input_lens, "input length point"):
+                alone = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
+                                                 output_len=sw.sweep_output_len, max_concurrency=1), f"len{n_in}-c1")
+                together = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
+                                                    output_len=sw.sweep_output_len), f"len{n_in}-all")
+                rows.append(LengthPoint(input_len=n_in, prefill_ms=Stat.of(_ms(alone.data["ttfts"])),
+                                        tpot_ms=Stat.of(alone.per_request_tpot_ms()),
+                                        ttft_concurrent_ms=Stat.of(_ms(together.data["ttfts"])),
+                                        concurrent_requests=sw.requests_per_point))
+        self.results.input_length_sweep = rows
+        return rows
+
+    def concurrency_sweep(self) -> list[ConcurrencyPoint]:
+        """Output throughput at each concurrency (``rounds`` runs of ``rounds`` x concurrency requests)."""
+        reference.release()
+        sw, base, rows = self.sweep, self.profile, []
+        with self.step("concurrency sweep"):
+            for n in self.progress.iterate(sw.concurrency, "concurrency point"):
+                runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds) * n, input_len=base.input_len,
+                                                 output_len=base.output_len, max_concurrency=n), f"conc{n}-r{r}")
+                        for r in range(max(1, sw.repeats))]
+                rows.append(ConcurrencyPoint(
+                    concurrency=n, output_throughput=Stat.of([r.data["output_throughput"] for r in runs]),
+                    tpot_ms=Stat.of([t for r in runs for t in r.per_request_tpot_ms()]),
+                    ttft_ms=Stat.of([t for r in runs for t in _ms(r.data["ttfts"])]), speedup=1.0, efficiency=1.0))
+        one = rows[0].output_throughput.median
+        for r in rows:
+            r.speedup = r.output_throughput.median / one
+            r.efficiency = r.speedup / r.concurrency
+        self.results.concurrency_sweep = rows
+        return rows
+
+    def efficiency(self) -> Efficiency:
+        """Roofline fraction at concurrency 1, and plain transformers on the same conditions."""
+        conc = self.results.concurrency_sweep
+        if not conc:
+            raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
+        one = next(r for r in conc if r.concurrency == 1)
+        with self.step("bandwidth probe"):
+            bw, bw_source = efficiency.device_bandwidth(self.backend, self.env.device_name)
+        cfg = self.doc.provenance.weights.config
+        wb = efficiency.weight_bytes(self.serve_path, self.dtype)
+        decode = DecodeBytes(matrices=wb, embedding_row=0, lm_head=0, kv_cache=0, total=wb, context_len=0,
+                             dtype=self.dtype)
+        achieved = decode.total / (one.tpot_ms.median / 1000.0)
+        reference.release()  # the baseline loads the model again; do not hold two copies
+        baselines = []
+        device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
+        top = max(r.concurrency for r in conc)
+        for point in (one, next(r for r in conc if r.concurrency == top)):
+            b = point.concurrency
+            with self.step(f"transformers baseline, batch {b}"):
+                res = efficiency.hf_generate_throughput(self.serve_path, b, self.profile.input_len,
+                                                        self.profile.output_len, device, self.dtype)
+            thr = Stat.of([res["output_tokens_per_s"]])
+            baselines.append(Baseline(batch=b, input_len=self.profile.input_len, output_len=self.profile.output_len,
+                                      dtype=self.dtype, device=device, output_tokens_per_s=thr,
+                                      vllm_output_tokens_per_s=point.output_throughput,
+                                      speedup=point.output_throughput.median / thr.median))
+        del cfg
+        out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
+                         measured_bandwidth=bw, bandwidth_method=bw_source,
+                         fraction=achieved / bw if bw else None, baselines=baselines)
+        self.results.efficiency = out
+        return out
+
+    def known_limitations(self) -> list[str]:
+        """Warnings the server printed in this build (deduplicated): what this backend ignored or lacked."""
+        log = self.artifacts / "server.log"
+        seen: dict[str, str] = {}
+        for line in log.read_text(errors="replace").splitlines() if log.is_file() else []:
+            m = re.search(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)", line)
+            if m:
+                key = re.sub(r"\d+(\.\d+)?", "N", m.group(2))[:220]
+                seen.setdefault(key, m.group(2)[:220])
+        from .results import scrub
+
+        out = [scrub(v, self.path_placeholders()) for v in seen.values()]
+        self.results.server_warnings = out
+        return out

@@ -1,0 +1,162 @@
+"""Steps that deploy and exercise the model: the offline example, the server, requests, the benchmark.
+
+Each step does the work, records it as a section of ``self.doc.results`` and
+returns that section; the tables and plots are views (:mod:`.views`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from . import accuracy, bench
+from .commands import build_env, format_command, server_argv
+from .errors import TutorialError
+from .results import scrub
+from .schema import Benchmark, BenchConditions, Functional, OfflineExample, Server
+from .server import VLLMServer, tail
+
+
+def _run_group(argv, *, env, timeout, stderr_path, what):  # TODO: replace with isolated.run_group (issue 7)
+    import signal
+    import subprocess
+
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env, stdin=subprocess.DEVNULL,
+                                start_new_session=True, text=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise TutorialError(f"{what} did not finish in {timeout:.0f} s; see {stderr_path}") from None
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, None)
+
+
+class ServingSteps:
+    # -- offline Python API ----------------------------------------------------------
+    def offline_example_code(self, model: str | None = None) -> str:
+        """The report's vllm.LLM example for this build's weights (a runnable script)."""
+        s, f = self.card.serve, self.card.functional
+        if self.serve_path is None:
+            self.prepare_serving_checkpoint()
+        args = [f'model="{model or self.serve_path}"', f'dtype="{self.dtype}"', f"max_model_len={s.max_model_len}"]
+        if self._eager:
+            args.append("enforce_eager=True")
+        if self.backend != "cpu" and s.gpu_memory_utilization:
+            args.append(f"gpu_memory_utilization={s.gpu_memory_utilization}")
+        lines = [
+            "from vllm import LLM, SamplingParams",
+            "",
+            'if __name__ == "__main__":  # vLLM starts its engine in a spawned process',
+            "    llm = LLM(",
+            *[f"        {a}," for a in args],
+            "    )",
+            f"    sampling_params = SamplingParams(temperature={f.temperature}, max_tokens={f.max_tokens})",
+            f"    outputs = llm.generate([{f.prompt!r}], sampling_params)",
+            "    print(outputs[0].outputs[0].text)",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def run_offline_example(self, timeout: float = 1200) -> OfflineExample:
+        """Run :meth:`offline_example_code` as its own Python process (its engine is gone before the
+        server starts); record the script (weights path as ``<weights>``) and what it printed."""
+        code = self.offline_example_code()
+        script = self.artifacts / "offline_example.py"
+        script.write_text(code)
+        log = self.artifacts / "offline_example.log"
+        # vLLM logs to stdout by default; keep stdout for the example's own print()
+        env = {**os.environ, **build_env(self.card, self.backend), "VLLM_CONFIGURE_LOGGING": "0"}
+        t = time.monotonic()
+        with self.step("offline example (vllm.LLM in its own process)"):
+            proc = _run_group([sys.executable, str(script)], env=env, timeout=timeout, stderr_path=log,
+                              what="the offline example")
+        if proc.returncode != 0:
+            raise TutorialError(f"the offline example failed (exit {proc.returncode}); last lines of {log}:\n{tail(log)}")
+        out = OfflineExample(code=self.offline_example_code("<weights>"), prompt=self.card.functional.prompt,
+                             text=proc.stdout.strip(), wall_s=round(time.monotonic() - t, 1))
+        self.results.offline_example = out
+        return out
+
+    # -- serving ---------------------------------------------------------------------
+    def start_server(self, extra: list[str] | None = None) -> VLLMServer:
+        """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
+        from .tutorial import HOST, choose_port
+
+        self._need_weights()
+        if self.serve_path is None:
+            self.prepare_serving_checkpoint()
+        port = choose_port()
+        extra = accuracy.RAW_LOGITS_FLAGS + list(extra or [])
+        changes = []
+        if self.backend == "cpu" and not self.card.serve.enforce_eager:
+            # torch.compile on the CPU adds minutes to every page build; the copy-paste commands keep graphs
+            extra.append("--enforce-eager")
+            changes.append("--enforce-eager on the CPU build (graph compilation would add minutes "
+                           "to every build); accelerator builds compile graphs as the card says")
+        max_len = self.card.serve.cpu_max_model_len if self.backend == "cpu" else None
+        if max_len:
+            changes.append(f"--max-model-len {max_len} on the CPU build (the server's KV cache and the "
+                           "fp32 reference must share this machine's RAM)")
+        if self.dtype_note:
+            changes.append(f"--dtype {self.dtype}: {self.dtype_note}")
+        self.build_changes = changes
+        self.results.conditions.build_changes = changes
+        argv = server_argv(self.card, self.serve_path, self.backend, host=HOST, port=port, extra=extra,
+                           native=True, dtype=self.dtype, max_model_len=max_len)
+        self.server = VLLMServer(argv, host=HOST, port=port, env=build_env(self.card, self.backend),
+                                 log_path=self.artifacts / "server.log")
+        with self.step("server start"):
+            self.server.start()
+        shown = ["python", *argv[1:]]
+        self.results.server = Server(command=scrub(format_command(shown, build_env(self.card, self.backend)),
+                                                   self.path_placeholders()),
+                                     base_url=self.server.base_url, startup_s=round(self.server.startup_s, 1),
+                                     models=self.server.models())
+        return self.server
+
+    def _need_server(self) -> VLLMServer:
+        if self.server is None or not self.server.running:
+            raise TutorialError("the server is not running: call start_server() first")
+        return self.server
+
+    # -- functional check ------------------------------------------------------------
+    def record_completion(self, prompt: str, completion) -> Functional:
+        """Record an OpenAI completion (or chat completion) object from the functional check."""
+        choice = completion.choices[0]
+        chat = hasattr(choice, "message")
+        u = completion.usage
+        out = Functional(endpoint="chat" if chat else "completions", prompt=prompt,
+                         text=choice.message.content if chat else choice.text, finish_reason=choice.finish_reason,
+                         prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens)
+        self.results.functional = out
+        return out
+
+    record_chat = record_completion
+
+    # -- performance -----------------------------------------------------------------
+    def bench_command(self) -> str:
+        """``vllm bench serve`` as a reader would run it against this build's server."""
+        args = bench.bench_args(self.profile, model=self.card.serve.served_model_name, tokenizer="<weights>",
+                                base_url=self._need_server().base_url, seed=bench.run_seed("bench"))
+        return format_command(["vllm", "bench", "serve", *args])
+
+    def benchmark(self) -> Benchmark:
+        """vLLM's own serving benchmark on the card's conditions for this profile."""
+        srv = self._need_server()
+        with self.step(f"vllm bench serve ({self.profile.num_prompts} requests)"):
+            res = bench.run_serving_benchmark(srv, self.profile, model=self.card.serve.served_model_name,
+                                              tokenizer=str(self.serve_path), out_dir=self.artifacts, name="bench")
+        d = res.data
+        out = Benchmark(name="bench", conditions=BenchConditions(**self.profile.model_dump()),
+                        command=self.bench_command(), summary=res.summary(),
+                        ttft_ms=[1000 * x for x in d.get("ttfts", [])], tpot_ms=res.per_request_tpot_ms(),
+                        itl_ms=[1000 * x for req in d.get("itls", []) for x in req])
+        self.results.benchmark = out
+        self._publish(res.json_path, f"{self.card.key}-bench.json")
+        return out

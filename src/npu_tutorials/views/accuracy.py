@@ -1,0 +1,173 @@
+"""Views of the engine-vs-reference checks and the task-level checks."""
+
+from __future__ import annotations
+
+from .. import plots
+from ..tables import Table, Verdict, fmt
+from .base import BaseViews
+
+
+class AccuracyViews(BaseViews):
+    def _method_note(self, key: str) -> str:
+        note = self.card.reported.method_notes.get(key)
+        return f" How the report's method differs: {note}" if note else ""
+
+    def _same_arithmetic_note(self) -> str:
+        """A comparison of two identical computations cannot differ: say so in words."""
+        return (" The engine computed in float32 here, like the reference, so agreement this close "
+                "checks the engine's kernels only, not reduced precision." if self.dtype == "float32" else "")
+
+    # -- last-position logits ------------------------------------------------------------
+    def logits_table(self) -> Table:
+        a = self.need("logits_agreement")
+        cols = ["prompt", "tokens", "normalized MSE (%)", "cosine", "top-1", "top-5 overlap", "max |err|",
+                "mean |err|", "KL (nats)", "ref. top-1/top-2 gap", "decisive"]
+        rows = [[r.prompt, r.num_tokens, r.nmse_pct, fmt(r.cosine, 6), "match" if r.top1_match else "differs",
+                 f"{100 * r.top5_overlap:.0f} %", r.max_abs_err, r.mean_abs_err, r.kl_nats,
+                 r.reference_top2_margin, "–" if r.decisive is None else r.decisive] for r in a.rows]
+        flips = [r for r in a.rows if not r.top1_match]
+        note = f"Compared as {a.compared_form}, engine in {a.engine_dtype}. "
+        if flips:
+            note += (f"{len(flips)} prompt(s) changed their top-1 token; there the reference's gap between its two "
+                     f"best tokens ({', '.join(fmt(r.reference_top2_margin) for r in flips)}) against the largest "
+                     f"logit error ({', '.join(fmt(r.max_abs_err) for r in flips)}) tells a near-tie (gap below the "
+                     "error: rounding can flip it) from an arithmetic fault (gap above it). ")
+        note += ("'decisive': the gap exceeds the error at that position, so a flip there would be a fault."
+                 + self._same_arithmetic_note())
+        return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
+                     note=note)
+
+    def logits_plot(self):
+        return plots.logits_error(self.need("logits_agreement"),
+                                  f"{self.card.name}: {self.engine_label} vs fp32 CPU reference")
+
+    def logits_verdict(self) -> Verdict:
+        a = self.need("logits_agreement")
+        return self.verdict(a.checks, self.stand_in_caveat)
+
+    def logits_vs_reported(self) -> Table:
+        s = self.need("logits_agreement").summary
+        rep = self.reported("logits")
+        rows = [["normalized MSE (%)", s["nmse_pct"], rep.get("nmse_pct")],
+                ["cosine similarity", fmt(s["cosine"], 6), rep.get("cosine")],
+                ["top-1 agreement (%)", s["top1_pct"], rep.get("top1_pct")],
+                ["top-5 overlap (%)", s["top5_pct"], rep.get("top5_pct")],
+                ["KL divergence (nats)", s["kl_nats"], rep.get("kl_nats")]]
+        return Table(["metric", f"this build ({self.engine_label}, vs fp32 CPU)",
+                      f"reported ({self.card.reported.hardware})"], rows, caption="Summary beside the report's figures",
+                     note=self.cite + self._method_note("logits") + self._same_arithmetic_note())
+
+    # -- every position ----------------------------------------------------------------
+    def consistency_verdict(self) -> Verdict:
+        c = self.need("forward_consistency")
+        return self.verdict(c.checks, self.stand_in_caveat)
+
+    def consistency_vs_reported(self) -> Table:
+        c = self.need("forward_consistency")
+        r = self.reported("consistency")
+        rows = [["top-1 agreement, all positions (%)", c.top1_pct, r.get("top1_pct")],
+                ["top-1 agreement, decisive positions (%)", c.top1_decisive_pct, "–"],
+                ["perplexity relative difference (%)", c.ppl_rel_diff_pct, r.get("ppl_rel_diff_pct")],
+                ["cosine (full-vocabulary logits)", fmt(c.cosine, 7), "–"],
+                ["hidden-state cosine", "not measured", r.get("hidden_cosine")],
+                ["KL divergence (nats)", c.kl_nats, r.get("kl")]]
+        return Table(["metric", f"this build ({self.engine_label}, vs fp32 CPU)",
+                      f"reported ({self.card.reported.hardware})"], rows,
+                     caption=f"One forward pass over {c.num_tokens} tokens ({c.positions} positions)",
+                     note=f"Compared as {c.compared_form}. The server does not expose hidden states, so this build "
+                          "compares the logits (the last layer's hidden state times lm_head) instead. "
+                          + self.cite + self._method_note("consistency") + self._same_arithmetic_note())
+
+    # -- greedy text ---------------------------------------------------------------------
+    def text_table(self) -> Table:
+        t = self.need("text_consistency")
+        rows = [[r.prompt, r.engine_text, r.reference_text, r.exact,
+                 "–" if r.first_divergence is None else r.first_divergence, r.char_similarity,
+                 r.margin_at_divergence] for r in t.rows]
+        exact = sum(r.exact for r in t.rows)
+        caption = f"Greedy outputs, engine vs reference: {exact} / {len(t.rows)} exact"
+        rep = self.reported("text_consistency")
+        if rep:
+            caption += f" (reported: {rep['exact']} / {rep['total']} exact, {rep['similar']} 'similar')"
+        note = ("'character similarity' is difflib's ratio of matching characters, not a semantic judgement; the "
+                "report's 'similar' was a reader's judgement. ")
+        if not self.real:
+            note += "Stand-in weights: both columns are random text; what matters is whether they agree, and where not, why."
+        return Table(["prompt", f"engine ({self.dtype})", "reference (fp32 CPU)", "exact", "first diverging token",
+                      "character similarity", "ref. top-1/top-2 gap there"], rows, caption=caption, note=note)
+
+    def _task_table(self, key: str, caption: str) -> Table:
+        s = self.need(key)
+        rows = [[r.question, r.expected, r.output, "correct" if r.correct else "wrong"] for r in s.rows]
+        notes = []
+        if not s.meaningful_for_model_quality:
+            notes.append("Stand-in (random) weights: this score measures nothing about the model; "
+                         "it shows the pipeline runs.")
+        if s.truncated:
+            notes.append(f"{s.truncated} of {s.total} answers were cut off at {s.max_tokens} new tokens, "
+                         "which limits the score as well.")
+        return Table(["question", "expected", "engine output", "result"], rows,
+                     caption=f"{caption}: {s.correct} / {s.total} correct", note=" ".join(notes))
+
+    def qa_table(self) -> Table:
+        t = self._task_table("qa", "Chinese QA")
+        rep = self.reported("qa")
+        if rep:
+            t.caption += f" (reported: {rep['correct']} / {rep['total']})"
+        return t
+
+    def gsm_examples(self, n: int = 2) -> Table:
+        s = self.need("gsm")
+        return Table(["question", "answer"], [[r.question, r.expected] for r in s.rows[:n]],
+                     caption=f"The first problems of the set ({s.source})")
+
+    def gsm_table(self) -> Table:
+        s = self.need("gsm")
+        rep = self.reported("gsm8k")
+        rows = [["problems", s.source, "GSM8K, first 20"],
+                ["answered correctly", f"{s.correct} / {s.total}", f"{rep.get('correct')} / {rep.get('total')}"],
+                ["accuracy", f"{100 * s.correct / s.total:.1f} %", f"{rep.get('accuracy_pct')} %"],
+                ["max new tokens", s.max_tokens, "–"], ["answers cut off at the limit", s.truncated, "–"]]
+        notes = []
+        if not s.meaningful_for_model_quality:
+            notes.append("Stand-in (random) weights: 0 % here is expected and says nothing about the model; the "
+                         "pipeline (problems, generation, answer extraction, scoring) is what ran.")
+        if s.truncated:
+            notes.append(f"{s.truncated} answers reached the {s.max_tokens}-token limit: the cut-off limits this "
+                         "score too, not only the weights.")
+        notes.append(self.cite)
+        return Table(["", "this build", f"reported ({self.card.reported.hardware})"], rows,
+                     caption="GSM-style math word problems, greedy", note=" ".join(notes))
+
+    def e2e_config(self) -> str:
+        return self.need("e2e_config")
+
+    # -- greedy agreement ------------------------------------------------------------------
+    def greedy_table(self) -> Table:
+        g = self.need("greedy_agreement")
+        rows = [[r.prompt, "same" if r.engine_ids[:1] == r.reference_ids[:1] else "differs",
+                 f"{100 * r.match_rate:.0f} %", "–" if r.first_divergence is None else f"token {r.first_divergence}",
+                 r.margin_at_divergence, r.error_at_divergence, r.first_token_error] for r in g.rows]
+        first = 100 * sum(r.engine_ids[:1] == r.reference_ids[:1] for r in g.rows) / len(g.rows)
+        mean = 100 * sum(r.match_rate for r in g.rows) / len(g.rows)
+        t = Table(["prompt", "first token", f"{g.num_tokens}-token match", "first divergence",
+                   "ref. top-1/top-2 gap there", "max |logit err| there", "max |logit err| at the first token"],
+                  rows, caption=f"Greedy decoding: engine ({self.dtype}) vs fp32 CPU reference: first-token agreement "
+                                f"{first:.0f} %, mean match {mean:.0f} %")
+        if all(r.first_divergence is None for r in g.rows):
+            t.note = f"Every sequence is identical." + self._same_arithmetic_note()
+        elif not self.real:
+            t.note = ("Stand-in (random) weights: next-token distributions are nearly flat, so the best two logits "
+                      "are often closer than the engine's numerical error; where the gap at the divergence point is "
+                      "below the error there, the flip is rounding, not a wrong kernel. After the first different "
+                      "token the two continue from different texts.")
+        return t
+
+    def greedy_verdict(self) -> Verdict | None:
+        g = self.need("greedy_agreement")
+        return self.verdict(g.checks, self.stand_in_caveat) if g.checks else None
+
+    def greedy_plot(self):
+        g = self.need("greedy_agreement")
+        return plots.greedy_agreement(g.rows, f"{self.card.name}: greedy {g.num_tokens} tokens, "
+                                              f"{self.backend} engine vs fp32 CPU")

@@ -1,0 +1,67 @@
+"""What every view needs: the document, the card, and clear errors for missing sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cards import Card
+from ..errors import TutorialError
+from ..schema import Check, ResultsDoc
+from ..tables import Verdict
+
+
+class BaseViews:
+    """Views of one results document and its model card (nothing else)."""
+
+    def __init__(self, doc: ResultsDoc, card: Card):
+        if doc.model != card.key:
+            raise TutorialError(f"results for {doc.model!r} cannot be shown with the card of {card.key!r}")
+        self.doc, self.card = doc, card
+
+    @property
+    def r(self):
+        return self.doc.results
+
+    @property
+    def prov(self):
+        return self.doc.provenance
+
+    @property
+    def backend(self) -> str:
+        return self.prov.backend
+
+    @property
+    def dtype(self) -> str:
+        return self.prov.engine_dtype
+
+    @property
+    def real(self) -> bool:
+        return bool(self.prov.weights and self.prov.weights.kind == "real")
+
+    def need(self, section: str) -> Any:
+        value = getattr(self.r, section)
+        if value is None:
+            raise TutorialError(f"the results of {self.doc.model} have no '{section}' section: "
+                                "run its measurement step first (or this document predates it)")
+        return value
+
+    def reported(self, key: str) -> dict:
+        return dict(self.card.reported.figures.get(key, {}))
+
+    @property
+    def cite(self) -> str:
+        return (f"Reported figures are cited from the original evaluation ({self.card.reported.source}, "
+                f"{self.card.reported.hardware}); they were not measured by this build.")
+
+    @property
+    def engine_label(self) -> str:
+        return f"{self.backend} engine, {self.dtype}"
+
+    def verdict(self, checks: list[Check], caveat: str = "") -> Verdict:
+        return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks], caveat)
+
+    @property
+    def stand_in_caveat(self) -> str:
+        return ("" if self.real else
+                "stand-in (random) weights: these figures measure how exactly the engine computes the same "
+                "network as the reference, not the quality of the model.")

@@ -1,0 +1,60 @@
+"""Views across documents: this build beside results recorded on other hardware, and the gate."""
+
+from __future__ import annotations
+
+from ..gate import gate
+from ..headline import METRICS, accuracy_verdict, headlines, staleness
+from ..schema import ResultsDoc
+from ..tables import Table, fmt
+from .base import BaseViews
+
+
+def _fmt_metric(key: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * value:.1f} %" if key == "roofline_fraction" else fmt(value)
+
+
+class CompareViews(BaseViews):
+    def on_other_hardware(self, recorded: list[ResultsDoc]) -> Table:
+        """This build's headline figures beside every recorded document of the same model."""
+        docs = [self.doc] + [d for d in recorded if d.provenance.built_at != self.prov.built_at]
+        cols = ["", "this build"] + [f"recorded {i}" for i in range(1, len(docs))]
+        heads = [headlines(d) for d in docs]
+        rows = [["device", *[d.provenance.device for d in docs]],
+                ["backend, dtype", *[f"{d.provenance.backend}, {d.provenance.engine_dtype}" for d in docs]],
+                ["weights", *[d.provenance.weights.kind if d.provenance.weights else "–" for d in docs]],
+                ["profile", *[d.provenance.profile for d in docs]],
+                ["date", *[d.provenance.built_at[:10] for d in docs]],
+                ["vLLM", *[d.provenance.machine.versions.get("vllm") or "–" for d in docs]],
+                ["vllm-ascend", *[d.provenance.machine.versions.get("vllm_ascend") or "–" for d in docs]],
+                ["commit", *[d.provenance.git_commit[:12] for d in docs]]]
+        for key, label, unit, _ in METRICS:
+            if any(key in h for h in heads):
+                rows.append([f"{label}{f' ({unit})' if unit else ''}", *[_fmt_metric(key, h.get(key)) for h in heads]])
+        rows.append(["accuracy verdict", *[accuracy_verdict(d) for d in docs]])
+        rows.append(["freshness", "this build", *[staleness(d, self.doc) or "fresh" for d in docs[1:]]])
+        note = ("Recorded documents come from earlier builds on other machines (results/ in the repository, "
+                "written by make record); each column says where and when it was measured. Throughput and "
+                "latency are those of the benchmark at this page's conditions, or of the concurrency sweep.")
+        if len(docs) == 1:
+            note = "No results of this model are recorded from other hardware yet (results/ in the repository)."
+        return Table(cols, rows, caption="On other hardware", note=note)
+
+    def gate_table(self, recorded: list[ResultsDoc]) -> Table:
+        """This build against the recorded baseline of the same conditions, as make check GATE=1 sees it."""
+        g = gate(self.doc, recorded, self.card)
+        if g.baseline is None:
+            return Table(["", ""], [["baseline", "none recorded for this machine, weights kind, profile and dtype"]],
+                         caption="Regression gate", note="With no baseline the gate passes; make record stores one.")
+        rows = [[c.label, _fmt_metric(c.key, c.current), _fmt_metric(c.key, c.baseline), f"{c.ratio:.3f}",
+                 f"{'>=' if c.better == 'higher' else '<='} {c.limit}", "FAIL" if c.regressed else "PASS"]
+                for c in g.comparisons]
+        if g.accuracy:
+            base, now = g.accuracy
+            rows.append(["accuracy verdict", now, base, "–", "no PASS -> FAIL",
+                         "FAIL" if (base, now) == ("PASS", "FAIL") else "PASS"])
+        b = g.baseline.provenance
+        return Table(["metric", "this build", "baseline", "ratio", "limit", "gate"], rows,
+                     caption=f"Regression gate against the recorded baseline ({b.built_at[:10]}, {b.git_commit[:12]})",
+                     note="make check GATE=1 fails with one line per FAIL row.")

@@ -1,0 +1,99 @@
+"""Views of the sweeps, the efficiency figures and the tuning comparison."""
+
+from __future__ import annotations
+
+from .. import plots
+from ..tables import Table, fmt
+from .base import BaseViews
+
+GB = 1e9
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f} %"
+
+
+class PerformanceViews(BaseViews):
+    def length_table(self) -> Table:
+        rows = self.need("input_length_sweep")
+        sw = self.card.sweeps[self.prov.profile] if self.card.sweeps else None
+        out = sw.sweep_output_len if sw else "?"
+        return Table(["input tokens", "prefill latency (ms)", "TPOT (ms)",
+                      f"TTFT, {rows[0].concurrent_requests} at once (ms)"],
+                     [[r.input_len, r.prefill_ms.text(), r.tpot_ms.text(1), r.ttft_concurrent_ms.text()] for r in rows],
+                     caption=f"Latency against input length ({out} output tokens, {self.prov.profile} profile)",
+                     note="Each cell: median (interquartile range, number of requests). Prefill latency is the time "
+                          "to first token of a request sent alone.")
+
+    def concurrency_table(self) -> Table:
+        rows = self.need("concurrency_sweep")
+        rep = self.reported("scaling")
+        last = rows[-1]
+        note = ("Output throughput: median over repeated runs (interquartile range, number of runs); TPOT and TTFT: "
+                "median over every request of those runs. Speedup and efficiency use the medians.")
+        if rep:
+            note += (f" Reported ({self.card.reported.hardware}): {rep['speedup_16']}x at 16, "
+                     f"{rep['efficiency_16_pct']} % efficiency. " + self.cite + self._method("scaling"))
+        return Table(["concurrency", "output tok/s", "speedup vs 1", "efficiency", "TPOT (ms)", "TTFT (ms)"],
+                     [[r.concurrency, r.output_throughput.text(2), f"{r.speedup:.2f}x", f"{100 * r.efficiency:.1f} %",
+                       r.tpot_ms.text(), r.ttft_ms.text()] for r in rows],
+                     caption=f"Throughput against concurrency: {last.speedup:.2f}x at {last.concurrency} "
+                             f"({100 * last.efficiency:.1f} % efficiency)", note=note)
+
+    def _method(self, key: str) -> str:
+        note = self.card.reported.method_notes.get(key)
+        return f" How the report's method differs: {note}" if note else ""
+
+    def sweep_plot(self):
+        return plots.sweeps(self.need("input_length_sweep"), self.need("concurrency_sweep"),
+                            f"{self.card.name} on {self.backend} ({self.dtype}, chunked prefill, "
+                            f"{self.prov.profile} profile)")
+
+    def efficiency_table(self) -> Table:
+        e = self.need("efficiency")
+        d = e.decode_bytes
+        rows = [["bytes one decode step reads", f"{d.total / GB:.3f} GB ({d.dtype})"],
+                ["  weight matrices (with biases and norms)", f"{d.matrices / GB:.3f} GB"],
+                ["  input embedding (one row)", f"{d.embedding_row / 1e3:.1f} kB"],
+                ["  lm_head", f"{d.lm_head / GB:.3f} GB"],
+                [f"  KV cache at {d.context_len} tokens of context", f"{d.kv_cache / 1e6:.2f} MB"],
+                ["TPOT at concurrency 1 (vLLM)", e.tpot_ms.text(1, "ms")],
+                ["achieved read bandwidth (bytes / median TPOT)", f"{e.achieved_bytes_per_s / GB:.1f} GB/s"],
+                ["measured device bandwidth", f"{e.measured_bandwidth / GB:.1f} GB/s ({e.bandwidth_method})"
+                 if e.measured_bandwidth else e.bandwidth_method]]
+        if e.nominal_bandwidth:
+            rows.append(["nominal bandwidth", f"{e.nominal_bandwidth / GB:.0f} GB/s ({e.nominal_source})"])
+        rows.append(["fraction of the measured roofline reached", _pct(e.fraction)])
+        for b in e.baselines:
+            rows.append([f"transformers generate, batch {b.batch}", b.output_tokens_per_s.text(2, "tok/s")])
+            rows.append([f"vLLM, concurrency {b.batch}, same conditions", b.vllm_output_tokens_per_s.text(2, "tok/s")])
+            rows.append([f"vLLM speedup at {b.batch}", f"{b.speedup:.2f}x"])
+        cond = e.baselines[0] if e.baselines else None
+        note = ("At concurrency 1 a decode step reads every weight matrix once, one row of the input embedding, "
+                "lm_head, and the KV cache of its context: those bytes over the median TPOT are the bandwidth "
+                "achieved. ")
+        if cond:
+            note += (f"Baseline and vLLM ran the same conditions: {cond.input_len} input and {cond.output_len} output "
+                     f"tokens, {cond.dtype}, on {cond.device}, in this build.")
+        return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers "
+                                             "baseline", note=note)
+
+    def tuning_table(self) -> Table:
+        t = self.need("tuning")
+        rows = [[r.name, " ".join(r.flags) or "(card defaults)", r.tpot_ms.text(1), r.throughput_c1.text(2),
+                 r.throughput_high.text(1) if r.throughput_high else "–", _pct(r.fraction), f"{r.startup_s:.0f} s"]
+                for r in t.rows]
+        high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
+        note = t.limit
+        return Table(["configuration", "flags", "TPOT at 1 (ms)", "tok/s at 1", f"tok/s at {high or '–'}",
+                      "roofline fraction", "start-up"], rows,
+                     caption="The report's conditions beside a tuned deployment, measured in this build", note=note)
+
+    def tuning_plot(self):
+        return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, measured")
+
+    def tuned_command(self) -> str:
+        return self.need("tuning").command
+
+    def fmt_bytes(self, n: float) -> str:
+        return fmt(n / GB) + " GB"

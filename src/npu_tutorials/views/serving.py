@@ -1,0 +1,177 @@
+"""Views of where the page was built, the weights, the server, the functional check and the benchmark."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from math import prod
+
+from .. import plots
+from ..bench import SUMMARY_ROWS
+from ..tables import Table, fmt
+from .base import BaseViews
+
+
+class ServingViews(BaseViews):
+    # -- where and what --------------------------------------------------------------
+    def environment(self) -> Table:
+        m = self.prov.machine
+        rows = [["backend", m.backend], ["device", m.device_label]]
+        for d in m.devices:
+            mem = f", {d.memory_gib:.0f} GiB" if d.memory_gib else ""
+            rows.append([f"device {d.index}", f"{d.name}{mem}"])
+        for label, value in (("visible devices", m.visible_devices), ("SoC", m.soc), ("driver", m.driver),
+                             ("CANN", m.cann)):
+            if value:
+                rows.append([label, value])
+        rows += [[k, v] for k, v in m.versions.items() if v]
+        rows += [["python", m.python], ["CPU", f"{m.cpu_model} ({m.cpu_count} cores, "
+                                               f"{'native' if m.cpu_native_bf16 else 'no native'} bf16)"],
+                 ["memory", f"{m.memory_gib} GiB"]]
+        if m.host_threads:
+            rows.append(["CPU threads for the reference and baselines", m.host_threads])
+        return Table(["item", "value"], rows, caption=f"Where this page was built ({self.prov.built_at})")
+
+    def conditions(self) -> Table:
+        c = self.need("conditions")
+        p = self.card.benchmark.profiles[c.profile]
+        full = self.card.benchmark.profiles["full"]
+        rows = [["profile", c.profile, "full"],
+                ["requests", p.num_prompts, full.num_prompts],
+                ["input tokens", p.input_len, full.input_len],
+                ["output tokens", p.output_len, full.output_len],
+                ["request rate (req/s)", str(p.request_rate), str(full.request_rate)],
+                ["dtype", c.dtype, self.card.serve.dtype],
+                ["eager mode", c.eager, self.card.serve.enforce_eager]]
+        notes = [] if c.profile == "full" else [
+            "This build ran the reduced 'quick' profile; the report's conditions are the 'full' column."]
+        if c.dtype_note:
+            notes.append(f"dtype {c.dtype}: {c.dtype_note}.")
+        return Table(["condition", "this build", "report"], rows, caption="Benchmark conditions", note=" ".join(notes))
+
+    def weights(self) -> Table:
+        w = self.prov.weights
+        rows = [["weights", w.label], ["kind", w.kind], ["source", w.source]]
+        rows += [[k, fmt(v) if not isinstance(v, list) else ", ".join(map(str, v))] for k, v in w.config.items()]
+        note = ("" if w.kind == "real" else
+                "Stand-in weights: generated text is random and task accuracy means nothing; "
+                "speed and engine-vs-reference agreement are still real measurements of this network's shape.")
+        return Table(["item", "value"], rows, caption="Weights used by this build", note=note)
+
+    def properties(self) -> Table:
+        """The model's property table, from the card and its config (inferred fields marked)."""
+        from ..layouts import for_config
+
+        cfg = self.card.config
+        inferred = set(self.card.stand_in.inferred_fields)
+
+        def val(key):
+            return f"{cfg[key]} (inferred)" if key in inferred else cfg[key]
+
+        kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+        nparams = sum(prod(shape) for _, shape, _ in for_config(cfg).parameters(cfg))
+        hubs = (("ModelScope", self.card.hub.modelscope), ("Hugging Face", self.card.hub.huggingface))
+        rows = [["architecture", self.card.architecture],
+                ["parameters (counted from the config)", f"{nparams / 1e9:.3f} B"],
+                ["hidden size", val("hidden_size")], ["attention heads", f"{cfg['num_attention_heads']} ({kv} KV)"],
+                ["layers", val("num_hidden_layers")], ["max position embeddings", val("max_position_embeddings")],
+                ["vocabulary", val("vocab_size")], ["model type", "causal language model (decoder only)"],
+                ["weights source", " / ".join(f"{h}: {r.id}" for h, r in hubs if r)]]
+        note = (f"Fields marked inferred are not in the model's published config: {', '.join(sorted(inferred))}."
+                if inferred else "")
+        return Table(["property", "value"], rows, caption=self.card.name, note=note)
+
+    def serving_checkpoint(self) -> Table:
+        sc = self.need("serving_checkpoint")
+        return Table(["", ""], [["route", sc.route]] + ([["why", sc.why]] if sc.why else []),
+                     caption="How this build serves the checkpoint")
+
+    # -- this build's commands -------------------------------------------------------
+    def offline_code(self) -> str:
+        return self.need("offline_example").code
+
+    def offline_output(self) -> str:
+        o = self.need("offline_example")
+        return f"{o.prompt!r} -> {o.text!r}\n(whole script, engine start included: {o.wall_s:.0f} s)"
+
+    def server_command(self) -> str:
+        s = self.need("server")
+        notes = ["# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page",
+                 "# <weights>: this build's weights folder"]
+        notes += [f"# {c}" for c in self.need("conditions").build_changes]
+        return f"{s.command}\n" + "\n".join(notes) + f"\n# ready after {s.startup_s:.0f} s; models: {s.models}"
+
+    def curl_command(self) -> str:
+        f = self.card.functional
+        body = {"model": self.card.serve.served_model_name, "max_tokens": f.max_tokens, "temperature": f.temperature}
+        if f.endpoint == "chat":
+            body = {"model": body["model"], "messages": [{"role": "user", "content": f.prompt}], **body}
+            path = "/v1/chat/completions"
+        else:
+            body = {"model": body["model"], "prompt": f.prompt, **body}
+            path = "/v1/completions"
+        base = self.need("server").base_url
+        text = json.dumps(body, ensure_ascii=False, indent=2)
+        return (f"# readiness\ncurl -sf {base}/v1/models\n# request\ncurl -s {base}{path} \\\n"
+                f"  -H 'Content-Type: application/json' \\\n  -d {shlex.quote(text)}")
+
+    def functional(self) -> Table:
+        f = self.need("functional")
+        usage = f"{f.prompt_tokens} prompt + {f.completion_tokens} completion tokens"
+        if f.endpoint == "chat":
+            rows = [["user", f.prompt], ["assistant (this build)", f.text], ["finish reason", f.finish_reason],
+                    ["usage", usage]]
+            reported = self.reported("chat").get("reply")
+            if reported:
+                rows.append([f"assistant (reported, {self.card.reported.hardware})", reported])
+            caption = "Chat request through the OpenAI client"
+        else:
+            rows = [["prompt", f.prompt], ["completion", f.text], ["finish reason", f.finish_reason], ["usage", usage]]
+            caption = "Functional check through the OpenAI client"
+        note = "" if self.real else "Stand-in weights: the text is random tokens by design."
+        return Table(["", ""], rows, caption=caption, note=note)
+
+    # -- benchmark -------------------------------------------------------------------
+    def bench_command(self) -> str:
+        return self.need("benchmark").command
+
+    def bench_table(self) -> Table:
+        b = self.need("benchmark")
+        reported = self.reported("bench")
+        cols = ["metric", "this build", "unit"] + ([f"reported ({self.card.reported.hardware})"] if reported else [])
+        rows = []
+        for label, key, unit in SUMMARY_ROWS:
+            if key in b.summary:
+                rows.append([label, b.summary[key], unit] + ([reported.get(key)] if reported else []))
+        c = b.conditions
+        notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}."]
+        if reported:
+            notes.append(self.cite)
+            if self.prov.profile != "full":
+                notes.append("This build ran the quick profile, so its figures are not comparable with the report's.")
+        return Table(cols, rows, caption=f"vllm bench serve, {self.prov.profile} profile, on {self.prov.device}",
+                     note=" ".join(notes))
+
+    def bench_plot(self):
+        b = self.need("benchmark")
+        c = b.conditions
+        return plots.latency_distributions(b, f"{self.card.name} on {self.backend}: per-request latency "
+                                              f"({c.num_prompts} requests, {c.input_len} in / {c.output_len} out)")
+
+    # -- what the server reported, and provenance ---------------------------------------
+    def known_limitations(self) -> Table:
+        rows = [[w] for w in (self.r.server_warnings or [])]
+        return Table(["warning printed by the vLLM server in this build"], rows or [["(none)"]],
+                     caption=f"What the {self.backend} backend reported while serving")
+
+    def provenance(self) -> Table:
+        p = self.prov
+        rows = [["built at", p.built_at], ["git commit", p.git_commit], ["backend", p.backend], ["device", p.device],
+                ["weights", p.weights.label if p.weights else "–"], ["profile", p.profile],
+                ["engine dtype", p.engine_dtype], ["status", p.status], ["wall time", f"{p.wall_time_s:.0f} s"],
+                ["versions", ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
+        costs = self.r.costs
+        if costs:
+            rows.append(["time per step", "; ".join(f"{c.step}: {c.seconds:.0f} s" for c in costs)])
+        return Table(["", ""], rows, caption="Provenance of every number on this page",
+                     note=f"The whole document: {self.doc.model}-results.json (schema {self.doc.schema_}).")

@@ -1,0 +1,202 @@
+"""Results as data: the typed document, recorded results, views of any document, gates, the landing page."""
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from docs import machine, make_doc, sweep_doc
+
+from npu_tutorials import results
+from npu_tutorials.cards import load_card
+from npu_tutorials.errors import TutorialError
+from npu_tutorials.gate import gate
+from npu_tutorials.landing import coverage_matrix, support_matrix
+from npu_tutorials.schema import ResultsDoc, schema_markdown
+from npu_tutorials.views import Views
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- the document ---------------------------------------------------------------------------
+def test_round_trip_validates_on_write_and_read(tmp_path):
+    doc = make_doc()
+    path = results.write_doc(doc, tmp_path / "d.json")
+    back = results.read_doc(path)
+    assert back == doc and back.results.benchmark.summary["output_throughput"] == 100.0
+    data = json.loads(path.read_text())
+    assert data["schema"] == 2 and data["provenance"]["machine"]["cpu_native_bf16"] is True
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.update(schema=1), "results schema 1, this code reads schema 2"),
+    (lambda d: d["provenance"].update(status="done"), "provenance.status: Input should be"),
+    (lambda d: d["results"].update(surprise=1), "results.surprise: Extra inputs are not permitted"),
+])
+def test_invalid_documents_are_one_line_errors(tmp_path, mutate, message):
+    data = make_doc().dump()
+    mutate(data)
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(TutorialError) as exc:
+        results.read_doc(p)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_machine_paths_never_leave_the_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_CACHE", str(tmp_path / "cache"))
+    doc = make_doc()
+    doc.results.server.command = f"python -m x --model {tmp_path}/cache/standins/qwen"
+    with pytest.raises(TutorialError, match="hold paths of this machine"):
+        results.write_doc(doc, tmp_path / "d.json")
+    doc.results.server.command = results.scrub(doc.results.server.command)
+    assert "<cache>/standins/qwen" in doc.results.server.command
+    results.write_doc(doc, tmp_path / "d.json")
+
+
+def test_schema_page_is_generated_from_the_models():
+    md = schema_markdown()
+    for model in ("ResultsDoc", "Provenance", "Machine", "Stat", "Benchmark", "LogitsAgreement"):
+        assert f"### {model}" in md
+    assert "| `cpu_native_bf16` | bool | yes |" in md
+
+
+# -- recording ------------------------------------------------------------------------------
+def test_record_stores_complete_runs_by_machine(tmp_path):
+    build = tmp_path / "build"
+    results.write_doc(make_doc(), build / "qwen2.5-0.5b.json")
+    out = results.record(build, tmp_path / "rec")
+    assert [p.relative_to(tmp_path / "rec").as_posix() for p in out] == ["qwen2.5-0.5b/cpu-amd-epyc-2c-bf16.json"]
+    assert results.recorded("qwen2.5-0.5b", tmp_path / "rec")[0] == make_doc()
+
+
+@pytest.mark.parametrize("doc, why", [(make_doc(status="failed"), "refusing to record a failed run"),
+                                      (make_doc(commit="abc+dirty"), "uncommitted code")])
+def test_record_refuses_failed_and_uncommitted_runs(tmp_path, doc, why):
+    results.write_doc(doc, tmp_path / "b" / "qwen2.5-0.5b.json")
+    with pytest.raises(TutorialError, match=why):
+        results.record(tmp_path / "b", tmp_path / "rec")
+    assert not (tmp_path / "rec").exists()
+
+
+def test_slugs_tell_machine_kinds_apart():
+    assert machine(bf16=True).slug == "cpu-amd-epyc-2c-bf16"
+    assert machine(bf16=False).slug == "cpu-amd-epyc-2c-nobf16"
+    assert machine(backend="npu", device="Ascend910B3", n=8).slug == "npu-ascend910b3"
+
+
+# -- views ----------------------------------------------------------------------------------
+def test_views_render_any_document_from_the_document_and_card_alone():
+    card = load_card("qwen2.5-0.5b")
+    doc = make_doc(throughput=123.4, mach=machine(backend="npu", device="Ascend910B3", n=2, vllm="0.23.0"))
+    show = Views(doc, card)
+    bench = repr(show.bench_table())
+    assert "123.4" in bench and "Ascend910B3 x 2" in bench
+    assert "PASS" in repr(show.logits_verdict())
+    env = repr(show.environment())
+    assert "Ascend910B3" in env and "device 1" in env
+    assert show.bench_plot() is not None
+
+
+def test_a_missing_section_is_a_clear_error():
+    doc = make_doc()
+    doc.results.logits_agreement = None
+    with pytest.raises(TutorialError, match="no 'logits_agreement' section"):
+        Views(doc, load_card("qwen2.5-0.5b")).logits_table()
+    with pytest.raises(TutorialError, match="cannot be shown with the card of 'palmyra-mini'"):
+        Views(doc, load_card("palmyra-mini"))
+
+
+def test_on_other_hardware_shows_each_recorded_document_with_its_provenance():
+    card = load_card("qwen2.5-0.5b")
+    now = make_doc(built_at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
+    npu = make_doc(built_at="2026-01-02T00:00:00+00:00", throughput=456.3, weights="real",
+                   mach=machine(backend="npu", device="Ascend910B3", vllm="0.23.0", vllm_ascend="0.23.0"))
+    t = Views(now, card).on_other_hardware([npu])
+    text = repr(t)
+    assert "456.3" in text and "Ascend910B3 x 1" in text and "real" in text and "2026-01-02" in text
+    assert "stale:" in text and "days old" in text and "vllm 0.23.0, this build 0.32.0" in text
+    assert "No results" in repr(Views(now, card).on_other_hardware([]))
+
+
+# -- gates ----------------------------------------------------------------------------------
+CARD = load_card("qwen2.5-0.5b")
+
+
+def test_a_ten_percent_throughput_drop_fails_the_gate():
+    g = gate(make_doc(throughput=90.0, built_at="2026-11-30T00:00:00+00:00"), [make_doc(throughput=100.0)], CARD)
+    assert len(g.regressions) == 1
+    line = g.regressions[0]
+    assert "output throughput regressed: 90 tok/s vs 100" in line and "ratio 0.900" in line and ">= 0.95" in line
+    assert "2026-11-29T10:00:00+00:00 abc123" in line
+
+
+def test_noise_inside_the_thresholds_passes():
+    g = gate(make_doc(throughput=97.0, ttft=55.0, tpot=21.0), [make_doc()], CARD)
+    assert g.baseline is not None and g.passed, g.regressions
+
+
+def test_latency_and_accuracy_regressions_each_get_a_line():
+    g = gate(make_doc(ttft=60.0, tpot=25.0, passed=False), [make_doc()], CARD)
+    text = "\n".join(g.regressions)
+    assert len(g.regressions) == 3
+    assert "median TTFT regressed" in text and "median TPOT regressed" in text and "accuracy verdict regressed" in text
+
+
+def test_other_devices_weights_or_profiles_are_not_compared():
+    fast = make_doc(throughput=1000.0)
+    for current in (make_doc(mach=machine(bf16=False)), make_doc(weights="real"), make_doc(profile="full"),
+                    make_doc(dtype="float32")):
+        g = gate(current, [fast], CARD)
+        assert g.baseline is None and g.passed
+
+
+def test_a_card_can_loosen_a_limit():
+    card = CARD.model_copy(update={"gates": {"output_throughput": 0.85}})
+    assert gate(make_doc(throughput=90.0), [make_doc()], card).passed
+
+
+def test_make_check_gate_names_each_regression(tmp_path):
+    """A recorded baseline better than this machine can reach: one line per regressed metric."""
+    build, rec = tmp_path / "build", tmp_path / "rec"
+    results.write_doc(make_doc(throughput=50.0, ttft=80.0), build / "results" / "qwen2.5-0.5b.json")
+    results.write_doc(make_doc(built_at="2026-11-01T00:00:00+00:00"), rec / "qwen2.5-0.5b" / "cpu.json")
+    p = subprocess.run([sys.executable, "scripts/check_site.py", "--build-dir", str(build), "--gate"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TUTORIAL_RECORDED_DIR": str(rec), "TUTORIAL_ONLY": "qwen2_5"})
+    assert p.returncode == 1
+    gate_lines = [l for l in p.stderr.splitlines() if l.startswith("gate: ")]
+    assert len(gate_lines) == 2
+    assert "output throughput regressed: 50 tok/s vs 100" in gate_lines[0]
+    assert "median TTFT regressed: 80 ms vs 50" in gate_lines[1]
+
+
+# -- the landing page -----------------------------------------------------------------------
+def test_support_matrix_from_synthetic_documents():
+    cards = [load_card(k) for k in ("palmyra-mini", "qwen-1_8b-chat", "qwen2.5-0.5b")]
+    now = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+    this = {"qwen2.5-0.5b": make_doc(built_at="2026-11-30T01:00:00+00:00"),
+            "palmyra-mini": sweep_doc(status="failed"), "qwen-1_8b-chat": None}
+    npu = machine(backend="npu", device="Ascend910B3")
+    rec = {"qwen2.5-0.5b": [make_doc(built_at="2026-01-01T00:00:00+00:00", mach=npu, throughput=456.3)],
+           "palmyra-mini": [sweep_doc(built_at="2026-11-20T00:00:00+00:00", mach=npu, throughputs=(50.0, 700.0))]}
+    pages = {c.key: f"tutorials/models/{c.key}" for c in cards}
+    md = support_matrix(cards, pages, this, rec, now)
+    lines = md.splitlines()
+    assert lines[0] == "| model | this build: AMD EPYC (2 cores) (cpu) | Ascend910B3 x 1 (npu) |"
+    palmyra, qwen18, qwen05 = lines[2:]
+    assert "**failed**" in palmyra and "700.0 tok/s" in palmyra
+    assert "| Qwen-1_8B-Chat | not run | not recorded |" == qwen18
+    assert "{doc}`executed </tutorials/models/qwen2.5-0.5b>`" in qwen05 and "100.0 tok/s" in qwen05
+    assert "accuracy PASS" in qwen05 and "456.3 tok/s" in qwen05 and "*stale: 333 days old*" in qwen05
+
+
+def test_coverage_matrix_comes_from_the_cards():
+    cards = [load_card(k) for k in ("palmyra-mini", "qwen-1_8b-chat", "qwen2.5-0.5b")]
+    rows = {l.split(" | ")[0].strip("| "): l for l in coverage_matrix(cards).splitlines()[2:]}
+    assert rows["last-position logits vs fp32"].endswith("| – | – | yes |")
+    assert rows["greedy agreement"].endswith("| yes | – | – |")
+    assert rows["GSM-style problems"].endswith("| – | yes | – |")
