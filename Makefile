@@ -16,6 +16,13 @@ export TUTORIAL_CACHE ?= $(CURDIR)/.cache
 export TUTORIAL_BUILD_DIR ?= $(CURDIR)/$(BUILDDIR)
 FORCE ?=
 export TUTORIAL_FORCE := $(FORCE)
+# make html PUBLISH=npu / make check PUBLISH=npu: the site to publish (real weights on that backend, checked)
+PUBLISH ?=
+export TUTORIAL_PUBLISH := $(PUBLISH)
+ifneq ($(PUBLISH),)
+export TUTORIAL_WEIGHTS := real
+export TUTORIAL_BACKEND := $(PUBLISH)
+endif
 PREFLIGHT ?= $(VPY) scripts/preflight.py
 CHECK := $(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
 

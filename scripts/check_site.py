@@ -34,6 +34,16 @@ def main() -> int:
     if not problems:
         print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
               "check: every page is publishable (executed pages are complete, the others say they did not run)")
+    from npu_tutorials.publish import publish_problems, publish_target
+
+    target = publish_target()
+    if target:
+        pub = publish_problems(Path(a.build_dir), target, only)
+        for p in pub:
+            print(f"publish: {p}", file=sys.stderr)
+        if not pub:
+            print(f"publish: every tutorial ran on {target} with real, identified weights")
+        problems += pub
     if a.gate:
         from npu_tutorials.site_check import gate_lines
 

@@ -146,25 +146,71 @@ def _after_title(lines: list[str]) -> int:
     return 0
 
 
+CI_BUILD_BANNER = """
+.. admonition:: {title}
+   :class: warning tut-ci-build
+
+   {body}
+
+"""
+
+
+def build_banner(doc) -> str:
+    """The warning a page (or the landing page) carries when it was not built on an accelerator with
+    real weights; empty otherwise."""
+    p = doc.provenance
+    on_cpu = p.backend == "cpu"
+    stand_in = p.weights is not None and p.weights.kind == "stand-in"
+    if not (on_cpu or stand_in):
+        return ""
+    what = " and ".join(x for x in ("on a CPU" if on_cpu else "", "with stand-in weights" if stand_in else "") if x)
+    body = (f"This page was built {what} ({p.device}, {p.weights.label if p.weights else 'unknown weights'}). "
+            "Its figures are real measurements of that build: they show that the tutorial runs end to end "
+            "and how that machine performs")
+    body += ", not how the model performs on an Ascend NPU" if on_cpu else ""
+    body += ("; generated text and task accuracy on random weights mean nothing." if stand_in else ".")
+    return CI_BUILD_BANNER.format(title=f"Built {what}", body=body)
+
+
+def _insert_after_title(text: str, block: str) -> str:
+    lines = text.splitlines(keepends=True)
+    at = _after_title(lines)
+    return "".join(lines[:at]) + block + "".join(lines[at:])
+
+
 def add_banners(app, docname: str, source: list[str]) -> None:
-    """Sphinx ``source-read``: label a tutorial page that this build did not execute."""
+    """Sphinx ``source-read``: label a tutorial page that this build did not execute, or that it built on
+    a CPU or with stand-in weights."""
     text = source[0]
     if "sphx_glr_download_" not in text:  # not a sphinx-gallery example page
         return
-    if "sphx-glr-script-out" in text or "tut-table" in text:
-        return
     stem = docname.rsplit("/", 1)[-1]
-    lines = text.splitlines(keepends=True)
-    at = _after_title(lines)
-    source[0] = "".join(lines[:at]) + NOT_EXECUTED_BANNER.format(stem=stem) + "".join(lines[at:])
+    if "sphx-glr-script-out" not in text and "tut-table" not in text:
+        source[0] = _insert_after_title(text, NOT_EXECUTED_BANNER.format(stem=stem))
+        return
+    from .errors import TutorialError
+    from .gallery_index import tutorials
+    from .results import read_doc, results_dir
+
+    key = tutorials().get(stem)
+    path = results_dir() / f"{key}.json" if key else None
+    if path is None or not path.is_file():
+        return
+    try:
+        banner = build_banner(read_doc(path))
+    except TutorialError:
+        return  # the end-of-build check reports an unreadable document
+    if banner:
+        source[0] = _insert_after_title(text, banner)
 
 
+BANNER_MARK = "<!-- build-banner -->"
 SUPPORT_MARK = "<!-- support-matrix -->"
 COVERAGE_MARK = "<!-- coverage-matrix -->"
 
 
-def landing_markdown(now=None) -> tuple[str, str]:
-    """(support matrix, coverage matrix) from this build's and the recorded results documents."""
+def landing_markdown(now=None) -> tuple[str, str, str]:
+    """(banner, support matrix, coverage matrix) from this build's and the recorded results documents."""
     from .errors import TutorialError
     from .gallery_index import tutorials
     from .landing import coverage_matrix, support_matrix
@@ -183,17 +229,31 @@ def landing_markdown(now=None) -> tuple[str, str]:
     rec = {c.key: recorded(c.key) for c in cards}
     pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
     table = support_matrix(cards, pages, this_build, rec, now)
+    built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
+    if built:
+        table += "\n\nWeights used by this build:\n\n" + "\n".join(
+            f"- {c.name}: {d.provenance.weights.label if d.provenance.weights else 'unknown'} "
+            f"({d.provenance.backend}, {d.provenance.status})" for c, d in built)
+    banners = [build_banner(d) for _, d in built]
+    banner = ""
+    if any(banners):
+        kinds = sorted({b.split("\n")[1].removeprefix(".. admonition:: ") for b in banners if b})
+        banner = (f":::{{warning}}\nThis site was not built on an accelerator with real weights "
+                  f"({'; '.join(k.lower() for k in kinds)}): its figures show that the tutorials run and how that "
+                  "machine performs, not how the models perform on an Ascend NPU. Each such page says so at its "
+                  "top.\n:::\n")
     if notes:
         table += "\n\nUnreadable results documents:\n\n" + "\n".join(notes)
-    return table, coverage_matrix(cards)
+    return banner, table, coverage_matrix(cards)
 
 
 def fill_landing(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: put the generated matrices where the landing page marks them."""
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
         return
-    support, coverage = landing_markdown()
-    source[0] = source[0].replace(SUPPORT_MARK, support).replace(COVERAGE_MARK, coverage)
+    banner, support, coverage = landing_markdown()
+    source[0] = (source[0].replace(BANNER_MARK, banner).replace(SUPPORT_MARK, support)
+                 .replace(COVERAGE_MARK, coverage))
 
 
 def always_reread_landing(app, env, added, changed, removed) -> list[str]:
