@@ -9,7 +9,7 @@ SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
 from npu_tutorials.sphinx_hooks import (add_banners, always_reread_landing, fill_landing,  # noqa: E402
-                                        force_rerun, inputs_digest, invalidate_stale_examples, write_generated)
+                                        force_rerun, invalidate_changed_tutorials, write_generated)
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -39,9 +39,9 @@ os.environ.setdefault("TUTORIAL_DOWNLOADS_DIR", str(SRC / "tutorials" / "models"
 os.environ.setdefault("TUTORIAL_CACHE", str(ROOT / ".cache"))
 
 write_generated(SRC)
-# Re-run the tutorials when the package, a card, the requirements or a control changed,
-# not only when a gallery script did (sphinx-gallery's own MD5 check).
-invalidate_stale_examples(SRC / "tutorials" / "models", inputs_digest())
+# Re-run a tutorial when anything it depends on changed (its card, the package, the requirements,
+# the engine, its controls, the weights it would use), not only when its script did (sphinx-gallery's MD5).
+invalidate_changed_tutorials(SRC / "tutorials" / "models")
 
 # One tutorial only: TUTORIAL_ONLY=qwen2_5_0_5b (a regular expression on the file name).
 _only = os.environ.get("TUTORIAL_ONLY", "")

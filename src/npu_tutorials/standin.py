@@ -119,6 +119,19 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _copied_files(card: Card) -> dict[str, bytes]:
+    src = card.config_path
+    return {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.name != "config.json"}
+
+
+def standin_name(card: Card, *, config: dict[str, Any] | None = None, seed: int | None = None,
+                 label: str = "") -> str:
+    """The stand-in's cache name: it hashes everything that shapes the checkpoint (config, files, seed)."""
+    config = config or card.config
+    seed = card.stand_in.seed if seed is None else seed
+    return f"{card.key}{'-' + label if label else ''}-seed{seed}-{_spec_hash(config, _copied_files(card), seed)}"
+
+
 def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: int | None = None,
                    cache_dir: Path | None = None, label: str = "") -> StandInInfo:
     """Return the cached stand-in for ``card`` (building it once if needed).
@@ -127,9 +140,8 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
     """
     config = config or card.config
     seed = card.stand_in.seed if seed is None else seed
-    src = card.config_path
-    copied = {p.name: p.read_bytes() for p in sorted(src.iterdir()) if p.is_file() and p.name != "config.json"}
-    name = f"{card.key}{'-' + label if label else ''}-seed{seed}-{_spec_hash(config, copied, seed)}"
+    name = standin_name(card, config=config, seed=seed, label=label)
+    copied = _copied_files(card)
     root = Path(cache_dir or cache_root()) / "standins"
     final = root / name
     if (final / MARKER).is_file():

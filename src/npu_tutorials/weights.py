@@ -98,7 +98,7 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
         var = local_path_var(card)
         if os.environ.get(var):
             path = _check_model_dir(Path(os.environ[var]).expanduser(), var)
-            return Weights(path, "real", "local path")
+            return Weights(path, "real", "local path", sha256=checksum(path))
         for name, fetch in sources:
             ref = getattr(card.hub, name)
             if ref is None:
@@ -136,3 +136,63 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
     trim_memory()  # building drew every tensor in this process
     return Weights(info.path, "stand-in", "stand-in", seed=info.seed, sha256=info.sha256)
 
+
+
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.pt", "*.gguf")
+
+
+def _listing(path: Path) -> list[tuple[str, int, int]]:
+    files = sorted({f for pat in WEIGHT_FILES + ("config.json",) for f in path.glob(pat)})
+    return [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+
+
+def checksum(path: Path) -> str:
+    """SHA-256 over a local checkpoint's config and weight files (names and bytes), cached by listing."""
+    import hashlib
+    import json
+
+    from .standin import cache_root, file_sha256
+
+    path = Path(path).resolve()
+    listing = _listing(path)
+    key = hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()
+    store = cache_root() / "checksums.json"
+    known = json.loads(store.read_text()) if store.is_file() else {}
+    if key not in known:
+        h = hashlib.sha256()
+        for name, _, _ in listing:
+            h.update(name.encode() + b"\0" + file_sha256(path / name).encode())
+        known[key] = h.hexdigest()
+        store.parent.mkdir(parents=True, exist_ok=True)
+        store.write_text(json.dumps(known, indent=1))
+    return known[key]
+
+
+def weights_identity(card: Card, mode: str | None = None, *, sources: list[tuple[str, Fetch]] | None = None) -> str:
+    """What a build of ``card`` would use, found without downloading or building anything: the hub id
+    and revision of real weights, a local folder's listing, or the stand-in's seed and spec hash.
+    Part of each tutorial's rerun digest: switching weights re-runs the tutorial."""
+    import hashlib
+    import json
+
+    from .standin import standin_name
+
+    mode = weights_mode(mode)
+    sources = DEFAULT_SOURCES if sources is None else sources
+    if mode != "stand-in":
+        var = local_path_var(card)
+        if os.environ.get(var):
+            path = Path(os.environ[var]).expanduser()
+            listing = _listing(path) if path.is_dir() else []
+            return "local:" + hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()[:16]
+        refs = [(name, fetch, getattr(card.hub, name)) for name, fetch in sources if getattr(card.hub, name)]
+        for name, fetch, ref in refs:
+            try:
+                if (Path(fetch(ref, True)) / "config.json").is_file():
+                    return f"real:{name}:{ref.id}@{ref.revision}"
+            except Exception:  # noqa: BLE001 - not in this hub's cache
+                continue
+        if mode == "real" and refs:
+            name, _, ref = refs[0]
+            return f"real:{name}:{ref.id}@{ref.revision}"
+    return "stand-in:" + standin_name(card)
