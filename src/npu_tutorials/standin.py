@@ -88,18 +88,25 @@ def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], st
     return out
 
 
-def draw_weights(specs: list[tuple[str, tuple[int, ...], str]], seed: int, std: float):
-    """Draw every tensor in order from one generator seeded with ``seed``; return bf16 tensors."""
+def draw_weights(specs: list[tuple[str, tuple[int, ...], str]], seed: int, std: float, progress=None):
+    """Draw every tensor in order from one generator seeded with ``seed``; return bf16 tensors.
+
+    ``progress``: a :class:`~npu_tutorials.progress.Progress` whose bar counts the tensors drawn."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
     tensors = {}
+    bar = progress.bar(len(specs), "stand-in tensors") if progress is not None else None
     for name, shape, kind in specs:
+        if bar is not None:
+            bar.update(1)
         if kind == "norm":
             t = torch.ones(shape, dtype=torch.float32)
         else:
             t = torch.randn(shape, generator=gen, dtype=torch.float32) * std
         tensors[name] = t.to(torch.bfloat16).contiguous()
+    if bar is not None:
+        bar.close()
     return tensors
 
 
@@ -133,7 +140,7 @@ def standin_name(card: Card, *, config: dict[str, Any] | None = None, seed: int 
 
 
 def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: int | None = None,
-                   cache_dir: Path | None = None, label: str = "") -> StandInInfo:
+                   cache_dir: Path | None = None, label: str = "", progress=None) -> StandInInfo:
     """Return the cached stand-in for ``card`` (building it once if needed).
 
     ``config`` replaces the official config (tests pass :func:`tiny_config`).
@@ -161,7 +168,9 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
         layout = layouts.for_config(config)
         layout.write_tokenizer(tmp, config)
         specs = layout.parameters(config)
-        tensors = draw_weights(specs, seed, float(config.get("initializer_range", 0.02)))
+        if progress is not None:
+            progress.say(f"building the stand-in {name} ({len(specs)} tensors)")
+        tensors = draw_weights(specs, seed, float(config.get("initializer_range", 0.02)), progress)
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         nparams = sum(t.numel() for t in tensors.values())
         del tensors

@@ -132,7 +132,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
     # -- weights ---------------------------------------------------------------------
     def prepare_weights(self) -> Weights:
         with self.step("weights (find, download or build the stand-in)"):
-            self.weights = resolve_weights(self.card, self.mode)
+            self.weights = resolve_weights(self.card, self.mode, progress=self.progress)
         w = self.weights
         import json
 

@@ -48,6 +48,14 @@ class Weights:
         return d
 
 
+def _to_terminal():
+    import contextlib
+
+    from .progress import terminal
+
+    return contextlib.redirect_stderr(terminal())
+
+
 # A hub source: (name, ref attribute on card.hub, fetch(ref, local_only) -> path).
 Fetch = Callable[[HubRef, bool], str]
 
@@ -87,7 +95,7 @@ def _check_model_dir(path: Path, what: str) -> Path:
 
 
 def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[str, Fetch]] | None = None,
-                    standin_config: dict | None = None, build_standin: bool = True) -> Weights | None:
+                    standin_config: dict | None = None, build_standin: bool = True, progress=None) -> Weights | None:
     """Find (or make) the weights this build uses for ``card``.
 
     With ``build_standin=False`` (a dry run) return None where a stand-in would be built.
@@ -116,7 +124,11 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
             if ref is None:
                 continue
             try:
-                path = _check_model_dir(Path(fetch(ref, False)), f"{name} download of {ref.id}")
+                if progress is not None:
+                    progress.say(f"downloading {ref.id}@{ref.revision} from {name} (its progress bars follow)")
+                with _to_terminal():  # the hubs' own progress bars, on the build's terminal, never the page
+                    fetched = fetch(ref, False)
+                path = _check_model_dir(Path(fetched), f"{name} download of {ref.id}")
                 return Weights(path, "real", name, ref.id, ref.revision)
             except TutorialError as exc:
                 problems.append(str(exc))
@@ -132,7 +144,7 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
 
     from .reference import trim_memory
 
-    info = ensure_standin(card, config=standin_config)
+    info = ensure_standin(card, config=standin_config, progress=progress)
     trim_memory()  # building drew every tensor in this process
     return Weights(info.path, "stand-in", "stand-in", seed=info.seed, sha256=info.sha256)
 

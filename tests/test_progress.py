@@ -1,0 +1,87 @@
+"""Progress you can watch: start and end lines per step on the terminal, a cost table, nothing on the page."""
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+from test_rerun import _project
+
+from npu_tutorials.progress import Progress
+
+
+def test_each_step_prints_start_and_end_with_its_time():
+    out = io.StringIO()
+    p = Progress("m", stream=out)
+    with p.step("server start"):
+        with p.step("inner"):
+            pass
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[m] start server start" and lines[1] == "[m]   start inner"
+    assert lines[2].startswith("[m]   done  inner (") and lines[3].startswith("[m] done  server start (")
+    assert [n for n, _ in p.top_level()] == ["server start"]  # nested steps do not double-count
+    table = p.cost_table().splitlines()
+    assert table[0] == "[m] cost of each step:" and "server start" in table[1] and "total" in table[2]
+
+
+def test_a_failed_step_says_so_and_still_costs():
+    out = io.StringIO()
+    p = Progress("m", stream=out)
+    with pytest.raises(RuntimeError):
+        with p.step("benchmark"):
+            raise RuntimeError("boom")
+    assert "[m] FAILED benchmark after" in out.getvalue() and "RuntimeError" in out.getvalue()
+    assert [n for n, _ in p.top_level()] == ["benchmark"]
+
+
+def test_points_are_counted_k_of_n():
+    out = io.StringIO()
+    p = Progress("m", stream=out)
+    assert list(p.iterate([16, 48, 96], "input length point")) == [16, 48, 96]
+    assert "[m] start input length point 3/3" in out.getvalue()
+
+
+def test_heartbeat_is_quiet_within_the_interval():
+    out = io.StringIO()
+    p = Progress("m", stream=out)
+    p.say("x")
+    p.maybe_say("waiting", every=3600)
+    assert "waiting" not in out.getvalue()
+    p.maybe_say("waiting", every=0)
+    assert "waiting" in out.getvalue()
+
+
+def test_without_a_tty_bars_print_plain_lines():
+    out = io.StringIO()  # not a TTY: like a CI log
+    bar = Progress("m", stream=out).bar(3, "stand-in tensors")
+    for _ in range(3):
+        bar.update(1)
+    bar.close()
+    text = out.getvalue()
+    assert "\x1b[" not in text  # no cursor movement in a log
+
+
+EXAMPLE = '''"""
+Progress
+========
+"""
+from npu_tutorials.progress import Progress
+
+p = Progress("demo")
+with p.step("a slow step"):
+    print("this line belongs on the page")
+'''
+
+
+def test_progress_reaches_the_terminal_and_never_the_page(tmp_path):
+    proj = _project(tmp_path)
+    (proj / "gallery" / "ex.py").write_text(EXAMPLE)
+    r = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(proj), str(proj / "_build")],
+                       cwd=proj.parent, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "EX_COUNTER": str(proj / "counter")})
+    assert r.returncode == 0, r.stderr
+    assert "[demo] start a slow step" in r.stderr and "[demo] done  a slow step" in r.stderr
+    html = (proj / "_build" / "generated" / "ex.html").read_text()
+    assert "this line belongs on the page" in html
+    assert "[demo]" not in html and "a slow step (" not in html
