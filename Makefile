@@ -7,6 +7,11 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 VPY := $(VENV)/bin/python
+# Every command that uses the venv first sources $(VENV)/tutorial-env.sh, written by
+# scripts/bootstrap_env.sh: on an Ascend host it sources CANN's set_env.sh (without it even
+# `import torch` fails, since torch auto-loads torch_npu); elsewhere it does nothing.
+SHELL := /bin/bash
+RUN = source $(VENV)/tutorial-env.sh &&
 BUILDDIR ?= _build
 SPHINXOPTS ?=
 SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
@@ -24,19 +29,19 @@ $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requir
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
 
 html: venv
-	@$(PREFLIGHT)
-	$(SPHINX)
-	@$(CHECK) --built
+	@$(RUN) $(PREFLIGHT)
+	$(RUN) $(SPHINX)
+	@$(RUN) $(CHECK) --built
 	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
 
 html-noplot: venv
-	$(SPHINX) -D plot_gallery=0
+	$(RUN) $(SPHINX) -D plot_gallery=0
 
 test: venv
-	$(VPY) -m pytest tests
+	$(RUN) $(VPY) -m pytest tests
 
 check: venv
-	$(CHECK) --strict
+	$(RUN) $(CHECK) --strict
 
 clean:
 	rm -rf $(BUILDDIR) docs/source/tutorials/models docs/source/_generated
