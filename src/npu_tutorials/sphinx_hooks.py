@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cards import known_models, load_card
-from .commands import deploy_rst
+from .commands import deploy_rst, runner_docker_md
 
 
 def reset_example(gallery_conf, fname, when) -> None:
@@ -59,18 +59,20 @@ def force_rerun(gallery_dir: str | Path, only: str = "") -> list[Path]:
     return removed
 
 
+def _write_if_changed(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if not p.is_file() or p.read_text() != text:  # unchanged files keep Sphinx's cache valid
+        p.write_text(text)
+    return p
+
+
 def write_generated(srcdir: str | Path) -> list[Path]:
-    """Write ``_generated/<model>/deploy.rst`` (NPU / GPU / CPU tabs) for every card."""
+    """Write ``_generated/<model>/deploy.rst`` (NPU / GPU / CPU tabs) for every card, and
+    ``_generated/runner_docker.md`` (the runner page's ``docker run`` line)."""
     out = []
     for key in known_models():
-        card = load_card(key)
-        d = Path(srcdir) / "_generated" / key
-        d.mkdir(parents=True, exist_ok=True)
-        p = d / "deploy.rst"
-        text = deploy_rst(card)
-        if not p.is_file() or p.read_text() != text:  # unchanged files keep Sphinx's cache valid
-            p.write_text(text)
-        out.append(p)
+        out.append(_write_if_changed(Path(srcdir) / "_generated" / key / "deploy.rst", deploy_rst(load_card(key))))
+    out.append(_write_if_changed(Path(srcdir) / "_generated" / "runner_docker.md", runner_docker_md()))
     return out
 
 
