@@ -564,3 +564,12 @@ def test_ci_workflow_builds_checks_and_uploads_the_site_on_an_ascend_runner():
                   and s["with"]["path"] == "_build/html")
     assert html < check < upload and steps[upload]["with"]["name"] == "site"
     assert "bash scripts/bootstrap_env.sh --plan" in "\n".join(runs)
+
+
+def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(ascend):
+    """How the transformers baseline runs on the NPU: its own process, torch_npu imported first."""
+    from npu_tutorials import isolated
+
+    pid = isolated.call("os:getpid", preload=["torch_npu"], timeout=120)
+    assert pid != os.getpid() and (pid, "import torch_npu") in ascend.calls()
+    assert not Path(f"/proc/{pid}").exists()

@@ -141,18 +141,21 @@ def _child_env(env: dict[str, str] | None) -> dict[str, str]:
 
 
 def call(target: str, *args: Any, timeout: float = 600.0, env: dict[str, str] | None = None,
-         python: str | None = None, what: str | None = None, **kwargs: Any) -> Any:
+         python: str | None = None, what: str | None = None, preload: Sequence[str] = (), **kwargs: Any) -> Any:
     """``target(*args, **kwargs)`` in a fresh Python process; its return value, through JSON.
 
     ``target`` is ``"package.module:function"`` (a module-level function).  Arguments and the
-    result must be JSON-serialisable.  ``env`` replaces the child's environment (default: this
-    process's).  The child has exited, with its whole process group, when this returns.
+    result must be JSON-serialisable.  ``preload`` names modules the child imports first (e.g.
+    ``["torch_npu"]``, which registers the ``npu`` device with torch).  ``env`` replaces the
+    child's environment (default: this process's).  The child has exited, with its whole
+    process group, when this returns.
     """
     module, _, func = target.partition(":")
     if not module or not func:
         raise ValueError(f"target must be 'module:function', not {target!r}")
     what = what or target
-    spec = json.dumps({"module": module, "func": func, "args": list(args), "kwargs": kwargs})
+    spec = json.dumps({"module": module, "func": func, "args": list(args), "kwargs": kwargs,
+                       "preload": list(preload)})
     with tempfile.TemporaryDirectory(prefix="isolated-") as tmp:
         result = Path(tmp) / "result.json"
         child_env = _child_env(env)
@@ -170,6 +173,8 @@ def call(target: str, *args: Any, timeout: float = 600.0, env: dict[str, str] | 
 def _main(argv: list[str]) -> int:
     """Child side of :func:`call` (``python -m npu_tutorials.isolated SPEC``)."""
     spec = json.loads(argv[0])
+    for name in spec.get("preload", []):
+        importlib.import_module(name)
     fn = getattr(importlib.import_module(spec["module"]), spec["func"])
     value = fn(*spec["args"], **spec["kwargs"])
     # stdout may carry library chatter (CANN and vLLM print there): the result goes to its own file
