@@ -48,12 +48,12 @@ html: venv
 	@$(RUN) $(PREFLIGHT)
 	$(RUN) $(SPHINX)
 	@$(RUN) $(CHECK) --built
-	$(if $(SHARD),@$(RUN) $(VPY) scripts/shard.py pack --shard $(SHARD) --build-dir $(BUILDDIR))
+	@$(RUN) $(if $(SHARD),$(VPY) scripts/shard.py pack --shard $(SHARD) --build-dir $(BUILDDIR),true)
 	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
 
 assemble: venv
 	@$(RUN) $(VPY) scripts/shard.py assemble --shards "$(SHARDS)" --build-dir $(BUILDDIR)
-	TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(RUN) $(SPHINX)
+	$(RUN) TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(SPHINX)
 	@$(RUN) $(CHECK) --built
 	@echo "site: $(BUILDDIR)/html/index.html (assembled from $(SHARDS))"
 

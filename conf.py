@@ -74,6 +74,8 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     "within_subsection_order": "FileNameSortKey",
+    # TUTORIAL_JOBS / a multi-device host: tutorials run at once, each on devices of its own (scheduler.py)
+    "parallel": _plan.jobs if _plan.jobs > 1 else False,
 }
 
 

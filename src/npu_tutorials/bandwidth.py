@@ -85,7 +85,7 @@ def probe(device: str = "cpu", gib: float = 1.0, repeats: int = 5) -> float:
 
 
 def measure(backend: str, device_name: str, *, gib: float = 1.0, repeats: int = 5,
-            timeout: float = 600.0) -> Bandwidth:
+            timeout: float = 600.0, env: dict[str, str] | None = None) -> Bandwidth:
     """The device's read bandwidth, measured now, with the vendor figure where the name matches exactly."""
     how = f"torch sum over {gib:g} GiB fp32, best of {repeats}"
     if backend == "cpu":
@@ -94,7 +94,7 @@ def measure(backend: str, device_name: str, *, gib: float = 1.0, repeats: int = 
     else:
         device = {"npu": "npu:0", "cuda": "cuda:0"}[backend]
         measured = float(isolated.call("npu_tutorials.bandwidth:probe", device, gib, repeats, timeout=timeout,
-                                       what=f"the {device} bandwidth probe"))
+                                       env=env, what=f"the {device} bandwidth probe"))
         how += f", on {device} ({device_name}) in a separate process"
     nom = nominal(device_name) if backend != "cpu" else None
     return Bandwidth(measured, how, nom[0] if nom else None, nom[1] if nom else None)

@@ -83,6 +83,7 @@ def fits(card: Card, hw: Hardware) -> str:
 class Selection:
     execute: list[str]  # gallery file stems
     skipped: dict[str, str]  # stem -> why it is not executed here
+    jobs: int = 1  # tutorials run at once (sphinx-gallery's parallel workers)
 
     def filename_pattern(self) -> str:
         if not self.execute:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from . import efficiency, reference
@@ -77,7 +78,7 @@ class PerformanceSteps:
         if self.server is not None:
             self.server.stop()
         with self.step("bandwidth probe"):
-            bw = bandwidth.measure(self.backend, self.env.device_name)
+            bw = bandwidth.measure(self.backend, self.env.device_name, env={**os.environ, **self.device_env})
         wb = efficiency.weight_bytes(self.serve_path, self.dtype)
         decode = DecodeBytes(matrices=wb, embedding_row=0, lm_head=0, kv_cache=0, total=wb, context_len=0,
                              dtype=self.dtype)
@@ -92,6 +93,7 @@ class PerformanceSteps:
                 res = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(self.serve_path), b,
                                     self.profile.input_len, self.profile.output_len, device, self.dtype,
                                     preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
+                                    env={**os.environ, **self.device_env},
                                     what=f"the transformers baseline (batch {b})")
             thr = Stat.of([res["output_tokens_per_s"]])
             baselines.append(Baseline(batch=b, input_len=self.profile.input_len, output_len=self.profile.output_len,

@@ -11,7 +11,7 @@ import sys
 import time
 
 from . import accuracy, bench
-from .commands import build_env, format_command, server_argv
+from .commands import format_command, server_argv
 from .errors import TutorialError
 from .isolated import run_group
 from .results import scrub
@@ -52,7 +52,7 @@ class ServingSteps:
         script.write_text(code)
         log = self.artifacts / "offline_example.log"
         # vLLM logs to stdout by default; keep stdout for the example's own print()
-        env = {**os.environ, **build_env(self.card, self.backend), "VLLM_CONFIGURE_LOGGING": "0"}
+        env = {**os.environ, **self.run_env, "VLLM_CONFIGURE_LOGGING": "0"}
         t = time.monotonic()
         with self.step("offline example (vllm.LLM in its own process)"):
             proc = run_group([sys.executable, str(script)], env=env, timeout=timeout, what="the offline example")
@@ -67,12 +67,12 @@ class ServingSteps:
     # -- serving ---------------------------------------------------------------------
     def start_server(self, extra: list[str] | None = None) -> VLLMServer:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
-        from .tutorial import HOST, choose_port
+        from .tutorial import HOST
 
         self._need_weights()
         if self.serve_path is None:
             self.prepare_serving_checkpoint()
-        port = choose_port()
+        port = self.port()
         extra = accuracy.RAW_LOGITS_FLAGS + list(extra or [])
         changes = []
         if self.backend == "cpu" and not self.card.serve.enforce_eager:
@@ -93,12 +93,11 @@ class ServingSteps:
         self.results.conditions.build_changes = changes
         argv = server_argv(self.card, self.serve_path, self.backend, host=HOST, port=port, extra=extra,
                            native=True, dtype=self.dtype, max_model_len=max_len)
-        self.server = VLLMServer(argv, host=HOST, port=port, env=build_env(self.card, self.backend),
-                                 log_path=self.artifacts / "server.log")
+        self.server = VLLMServer(argv, host=HOST, port=port, env=self.run_env, log_path=self.artifacts / "server.log")
         with self.step("server start"):
             self.server.start()
         shown = ["python", *argv[1:]]
-        self.results.server = Server(command=scrub(format_command(shown, build_env(self.card, self.backend)),
+        self.results.server = Server(command=scrub(format_command(shown, self.run_env),
                                                    self.path_placeholders()),
                                      base_url=self.server.base_url, startup_s=round(self.server.startup_s, 1),
                                      models=self.server.models())

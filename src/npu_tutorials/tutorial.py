@@ -27,6 +27,7 @@ from .cards import BenchProfile, load_card
 from .commands import CONVERTED_ARCHS
 from .errors import TutorialError
 from .progress import Progress
+from .scheduler import VISIBLE, lease_devices
 from .results import artifacts_dir, git_commit, now_utc, scrub, write_doc
 from .schema import Conditions, Device, Machine, Provenance, ResultsDoc, ServingCheckpoint, StepCost, WeightsInfo
 from .server import VLLMServer, check_port_free, free_port
@@ -94,10 +95,20 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
         self.profile_name = select_profile(self.card, self.backend)
         e = engine_dtype(self.card.serve.dtype, self.backend, self.env.device_name)
         self.dtype, self.eager_required, self.dtype_note = e.dtype, e.eager_required, e.why
-        self.threads = host_threads()
-        import torch  # the fp32 reference and CPU baselines use every core this process may use
+        self.jobs = max(1, int(os.environ.get("TUTORIAL_JOBS_RUNNING", "1")))
+        self.threads = max(1, host_threads() // self.jobs)  # concurrent tutorials share the host's cores
+        import torch  # the fp32 reference and CPU baselines use their share of the cores
 
         torch.set_num_threads(self.threads)
+        self._leases = []
+        self.device_env: dict[str, str] = {}
+        if self.backend in VISIBLE:
+            with self.step("device lease"):
+                lease = lease_devices(self.card.requires.devices,
+                                      on_wait=lambda: self.progress.maybe_say("waiting for free devices"))
+            if lease is not None:
+                self._leases.append(lease)
+                self.device_env = {VISIBLE[self.backend]: ",".join(lease.names)}
         self.mode = weights_mode()
         self.weights: Weights | None = None
         self.server: VLLMServer | None = None
@@ -122,6 +133,23 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
     @property
     def profile(self) -> BenchProfile:
         return self.card.benchmark.profiles[self.profile_name]
+
+    @property
+    def run_env(self) -> dict[str, str]:
+        """The environment of every engine and device step: the card's, plus this tutorial's devices."""
+        from .commands import build_env
+
+        return {**build_env(self.card, self.backend), **self.device_env}
+
+    def port(self) -> int:
+        """``TUTORIAL_PORT``, else a free port no concurrent tutorial of this build holds."""
+        if os.environ.get("TUTORIAL_PORT"):
+            return choose_port()
+        from .scheduler import lease_port
+
+        port, lease = lease_port(HOST)
+        self._leases.append(lease)
+        return port
 
     @property
     def _eager(self) -> bool:
@@ -202,6 +230,8 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
             _ACTIVE.remove(self)
         if self.server is not None:
             self.server.stop()
+        for lease in self._leases:
+            lease.release()
         p = self.doc.provenance
         p.status, p.failure = status, failure
         p.wall_time_s = round(time.monotonic() - self.t0, 1)

@@ -1,0 +1,192 @@
+"""The build at scale: shards across runners assembled into one site, and the split itself.
+
+The end-to-end test runs the real Makefile, Sphinx and sphinx-gallery in separate copies of this
+checkout, on a gallery of two fast stand-in tutorials (``TUTORIAL_GALLERY_DIR``): two shards, then
+``make assemble``, then a single build to compare with.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from npu_tutorials import shards
+from npu_tutorials.errors import TutorialError
+from npu_tutorials.selection import Hardware, fits, parse_shard, split
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+FAKE = '''"""
+{title}
+{underline}
+
+A fast stand-in for a tutorial: it writes a results document and shows views of it.
+"""
+import sys
+
+sys.path.insert(0, {tests!r})
+from docs import make_doc  # noqa: E402
+
+from npu_tutorials.cards import load_card  # noqa: E402
+from npu_tutorials.results import git_commit, write_doc  # noqa: E402
+from npu_tutorials.views import Views  # noqa: E402
+
+# the model of this page (as a tutorial names it): Tutorial("{key}")
+doc = make_doc("{key}", built_at="2026-11-30T0{n}:00:00+00:00", commit=git_commit(), throughput={n}0.0)
+write_doc(doc)
+show = Views(doc, load_card("{key}"))
+show.bench_table()
+
+# %%
+show.logits_verdict()
+
+# %%
+show.environment()
+
+# %%
+show.bench_plot()
+
+# %%
+print(doc.provenance.built_at, doc.provenance.git_commit)
+'''
+
+
+def _fake_gallery(d: Path) -> Path:
+    d.mkdir()
+    (d / "README.rst").write_text("Model tutorials\n===============\n")
+    for n, (stem, key) in enumerate((("fast_a", "qwen2.5-0.5b"), ("fast_b", "palmyra-mini")), 1):
+        title = f"Fast {stem[-1].upper()}"
+        (d / f"{stem}.py").write_text(FAKE.format(title=title, underline="=" * len(title), tests=str(TESTS),
+                                                   key=key, n=n))
+    return d
+
+
+def _copy_checkout(dest: Path) -> Path:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for f in files:
+        src = ROOT / f
+        if src.is_file() and not f.startswith("docs/source/tutorials/models/"):
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f)
+    return dest
+
+
+def _make(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
+    venv = Path(sys.executable).parents[1]
+    return subprocess.run(["make", *args, f"VENV={venv}"], cwd=repo, capture_output=True, text=True,
+                          timeout=900, env=env)
+
+
+def _page_outputs(repo: Path, stem: str) -> str:
+    """The executed output blocks of a page (what the tutorial printed and showed)."""
+    html = (repo / "_build" / "html" / "tutorials" / "models" / f"{stem}.html").read_text()
+    import re
+
+    return "\n".join(re.findall(r'<div class="tut-table">.*?</div>|<pre>.*?</pre>', html, flags=re.S))
+
+
+def _doc(repo: Path, key: str) -> dict:
+    d = json.loads((repo / "_build" / "results" / f"{key}.json").read_text())
+    d["provenance"].pop("wall_time_s", None)
+    return d
+
+
+def test_two_shards_plus_assemble_equal_one_build(tmp_path):
+    gallery = _fake_gallery(tmp_path / "gallery")
+    env = {**os.environ, "TUTORIAL_GALLERY_DIR": str(gallery), "TUTORIAL_RECORDED_DIR": str(tmp_path / "rec"),
+           "TUTORIAL_WEIGHTS": "stand-in", "PREFLIGHT": "true"}
+    env.pop("TUTORIAL_ONLY", None)
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    for k in (1, 2):
+        repo = _copy_checkout(tmp_path / f"shard{k}")
+        r = _make(repo, "html", f"SHARD={k}/2", env=env)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        packed = list((repo / "_build" / "shards").glob("*.tar.gz"))
+        assert [p.name for p in packed] == [f"shard-{k}-of-2.tar.gz"]
+        with tarfile.open(packed[0]) as tar:
+            manifest = json.load(tar.extractfile("shard-manifest.json"))
+        assert manifest["tutorials"] == [["fast_a"], ["fast_b"]][k - 1]
+        shutil.copy(packed[0], archives)
+
+    site = _copy_checkout(tmp_path / "assembled")
+    r = _make(site, "assemble", f"SHARDS={archives}", env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "assembled 2 shards: fast_a, fast_b" in r.stdout
+    r = _make(site, "check", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    single = _copy_checkout(tmp_path / "single")
+    r = _make(single, "html", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for stem, key in (("fast_a", "qwen2.5-0.5b"), ("fast_b", "palmyra-mini")):
+        assert _page_outputs(site, stem) == _page_outputs(single, stem) != ""
+        assert _doc(site, key) == _doc(single, key)
+
+
+def _archive(d: Path, k: int, n: int, tutorials: list[str], commit: str = "c1") -> None:
+    d.mkdir(exist_ok=True)
+    import io
+
+    with tarfile.open(d / f"shard-{k}-of-{n}.tar.gz", "w:gz") as tar:
+        data = json.dumps({"commit": commit, "shard": k, "of": n, "tutorials": tutorials}).encode()
+        info = tarfile.TarInfo("shard-manifest.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def test_assemble_refuses_bad_sets_one_line_each(tmp_path):
+    a = tmp_path / "a"
+    _archive(a, 1, 3, ["x"])
+    _archive(a, 3, 3, ["x", "y"], commit="c2")
+    problems = shards.check_set(shards.read_manifests(a), "c1")
+    assert problems == ["incomplete: shard(s) 2/3 missing", "the shards come from different commits: c1, c2",
+                        "x is in both shard-1-of-3.tar.gz and shard-3-of-3.tar.gz"]
+    b = tmp_path / "b"
+    _archive(b, 1, 2, ["x"])
+    _archive(b, 2, 2, ["y"])
+    assert shards.check_set(shards.read_manifests(b), "c1") == []
+    assert shards.check_set(shards.read_manifests(b), "c9") == ["the shards were built from c1, this checkout is c9"]
+    with pytest.raises(TutorialError, match="no shard archives"):
+        shards.read_manifests(tmp_path / "empty")
+
+
+def test_make_assemble_names_the_missing_shard(tmp_path):
+    a = tmp_path / "a"
+    _archive(a, 2, 2, ["qwen2_5_0_5b"])
+    venv = Path(sys.executable).parents[1]
+    r = subprocess.run([str(venv / "bin" / "python"), "scripts/shard.py", "assemble", "--shards", str(a)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert lines[0] == "error: incomplete: shard(s) 1/2 missing" and "the shards were built from c1" in lines[1]
+
+
+def test_the_split_is_stable_and_balanced_by_cost():
+    costs = {"a": 500.0, "b": 300.0, "c": 250.0, "d": 100.0}
+    assert split(costs, 2) == [["a", "d"], ["b", "c"]]
+    assert split(dict(reversed(list(costs.items()))), 2) == [["a", "d"], ["b", "c"]]  # order does not matter
+    assert split(costs, 1) == [["a", "b", "c", "d"]] and split(costs, 5)[4] == []
+    for bad in ("0/2", "3/2", "1-2", "x"):
+        with pytest.raises(TutorialError, match="is not k/N"):
+            parse_shard(bad)
+
+
+def test_a_build_executes_what_fits_its_hardware():
+    from npu_tutorials.cards import load_card
+
+    card = load_card("qwen-1_8b-chat")
+    assert fits(card, Hardware("cpu", 0, None, 24.0)) == ""
+    assert "18 GiB of RAM" in fits(card, Hardware("cpu", 0, None, 8.0))
+    assert fits(card, Hardware("npu", 8, 64.0, 1024.0)) == ""
+    assert "needs 16 GiB per device" in fits(card, Hardware("npu", 1, 8.0, 64.0))
+    big = card.model_copy(update={"requires": card.requires.model_copy(update={"devices": 2, "cpu": False})})
+    assert fits(big, Hardware("npu", 1, 64.0, 64.0)) == "it needs 2 npu devices; this build sees 1"
+    assert "cannot run on a CPU build" in fits(big, Hardware("cpu", 0, None, 64.0))
