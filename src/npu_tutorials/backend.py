@@ -117,7 +117,13 @@ def host_threads() -> int:
 
 
 def cpu_has_native_bf16() -> bool:
-    """AVX512-BF16 or AMX: without them the CPU emulates bf16 matmuls (measured 3-10x slower than fp32)."""
+    """AVX512-BF16 or AMX: without them the CPU emulates bf16 matmuls (measured 3-10x slower than fp32).
+
+    ``TUTORIAL_CPU_BF16=0`` makes a machine with them behave as one without (with
+    ``ONEDNN_MAX_CPU_ISA=AVX2``, to measure an AVX2-only machine's build here)."""
+    forced = os.environ.get("TUTORIAL_CPU_BF16", "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:

@@ -242,6 +242,7 @@ class ForwardConsistency(_Model):
     checks: list[Check]
     passed: bool
     compared_form: str = "raw logits"
+    engine_dtype: str = ""
 
 
 class TextRow(_Model):
@@ -267,6 +268,7 @@ class TextAgreement(_Model):
     rows: list[TextRow]
     checks: list[Check] = []
     passed: bool | None = None
+    engine_dtype: str = ""
 
 
 class TaskRow(_Model):

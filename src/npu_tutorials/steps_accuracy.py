@@ -51,7 +51,7 @@ class AccuracySteps:
         if check is None:
             raise TutorialError(f"cards/{self.card.key}.yaml has no accuracy.logits section")
         with self.step(f"logits agreement ({len(check.prompts)} prompts, fp32 reference)"):
-            rep = accuracy.logits_agreement(self._need_server(), self.card.serve.served_model_name,
+            rep = accuracy.logits_agreement(self._server_for("accuracy"), self.card.serve.served_model_name,
                                             self.reference_path, check, self.card.vocab_size, self._real)
         counts, edges = np.histogram(rep.errors, bins=120)
         eng, ref = rep.sample
@@ -59,7 +59,7 @@ class AccuracySteps:
         out = LogitsAgreement(
             rows=[LogitsRow(**{k: v for k, v in r.items() if k in LogitsRow.model_fields}) for r in rep.rows],
             summary=rep.summary, thresholds=rep.thresholds, checks=_checks(verdict), passed=verdict.passed,
-            compared_form=getattr(rep, "compared_form", "raw logits"), engine_dtype=self.dtype,
+            compared_form=getattr(rep, "compared_form", "raw logits"), engine_dtype=self.accuracy_dtype,
             error_histogram=Histogram(edges=edges.tolist(), counts=counts.tolist()),
             scatter_reference=_subsample(ref), scatter_engine=_subsample(eng))
         self.results.logits_agreement = out
@@ -68,7 +68,7 @@ class AccuracySteps:
     def forward_consistency(self) -> ForwardConsistency:
         check = self.card.accuracy.consistency
         with self.step("forward consistency (every position)"):
-            rep = consistency.forward_consistency(self._need_server(), self.card.serve.served_model_name,
+            rep = consistency.forward_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
                                                   self.reference_path, check, self.card.vocab_size, self._real)
         d, verdict = rep.to_dict(), rep.verdict()
         out = ForwardConsistency(num_tokens=d["num_tokens"], positions=d["positions"], top1_pct=d["top1_pct"],
@@ -76,7 +76,7 @@ class AccuracySteps:
                                  ppl_reference=d["ppl_reference"], ppl_rel_diff_pct=d["ppl_rel_diff_pct"],
                                  cosine=d["cosine"], kl_nats=d["kl_nats"], thresholds=d["thresholds"],
                                  checks=_checks(verdict), passed=verdict.passed,
-                                 compared_form=d.get("compared_form", "raw logits"))
+                                 compared_form=d.get("compared_form", "raw logits"), engine_dtype=self.accuracy_dtype)
         self.results.forward_consistency = out
         return out
 
@@ -89,10 +89,10 @@ class AccuracySteps:
     def text_consistency(self) -> TextAgreement:
         qa = self.card.accuracy.qa
         with self.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
-            rows = consistency.text_consistency(self._need_server(), self.card.serve.served_model_name,
+            rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
                                                 self.reference_path, [i.prompt for i in qa.items], qa.max_tokens,
                                                 chat=True, stop_ids=self._stop_ids())
-        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows))
+        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows), engine_dtype=self.accuracy_dtype)
         self.results.text_consistency = out
         return out
 
@@ -115,7 +115,7 @@ class AccuracySteps:
         g = self.card.accuracy.gsm
         size = g.profiles[self.profile_name]
         source, problems = self._gsm_set()
-        srv, model = self._need_server(), self.card.serve.served_model_name
+        srv, model = self._server_for("accuracy"), self.card.serve.served_model_name
 
         def ask(p):
             r = srv.post("/v1/chat/completions", {
@@ -146,8 +146,8 @@ class AccuracySteps:
     def greedy_agreement(self) -> TextAgreement:
         g = self.card.accuracy.greedy
         with self.step(f"greedy agreement ({len(g.prompts)} prompts x {g.num_tokens} tokens)"):
-            rows = consistency.text_consistency(self._need_server(), self.card.serve.served_model_name,
+            rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
                                                 self.reference_path, g.prompts, g.num_tokens, chat=False)
-        out = TextAgreement(num_tokens=g.num_tokens, chat=False, rows=_text_rows(rows))
+        out = TextAgreement(num_tokens=g.num_tokens, chat=False, rows=_text_rows(rows), engine_dtype=self.accuracy_dtype)
         self.results.greedy_agreement = out
         return out

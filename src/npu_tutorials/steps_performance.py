@@ -24,7 +24,7 @@ class PerformanceSteps:
         return self.card.sweeps[self.profile_name]
 
     def _bench(self, prof: BenchProfile, name: str):
-        return run_serving_benchmark(self._need_server(), prof, model=self.card.serve.served_model_name,
+        return run_serving_benchmark(self._server_for("performance"), prof, model=self.card.serve.served_model_name,
                                      tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps", name=name)
 
     def input_length_sweep(self) -> list[LengthPoint]:
@@ -110,9 +110,10 @@ class PerformanceSteps:
 
     def known_limitations(self) -> list[str]:
         """Warnings the server printed in this build (deduplicated): what this backend ignored or lacked."""
-        log = self.artifacts / "server.log"
         seen: dict[str, str] = {}
-        for line in log.read_text(errors="replace").splitlines() if log.is_file() else []:
+        lines = [line for log in sorted(self.artifacts.glob("server-*.log")) for line in
+                 log.read_text(errors="replace").splitlines()]
+        for line in lines:
             m = re.search(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)", line)
             if m:
                 key = re.sub(r"\d+(\.\d+)?", "N", m.group(2))[:220]

@@ -67,13 +67,20 @@ class ServingSteps:
     # -- serving ---------------------------------------------------------------------
     def start_server(self, extra: list[str] | None = None) -> VLLMServer:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
-        from .tutorial import HOST
-
         self._need_weights()
         if self.serve_path is None:
             self.prepare_serving_checkpoint()
+        self._extra = list(extra or [])
+        self._launch(self.dtype, "server start")
+        self.results.server = Server(command=self._shown_command(), base_url=self.server.base_url,
+                                     startup_s=round(self.server.startup_s, 1), models=self.server.models())
+        return self.server
+
+    def _argv(self, dtype: str) -> tuple[list[str], int, list[str]]:
+        from .tutorial import HOST
+
         port = self.port()
-        extra = accuracy.RAW_LOGITS_FLAGS + list(extra or [])
+        extra = accuracy.RAW_LOGITS_FLAGS + self._extra
         changes = []
         if self.backend == "cpu" and not self.card.serve.enforce_eager:
             # torch.compile on the CPU adds minutes to every page build; the copy-paste commands keep graphs
@@ -87,25 +94,46 @@ class ServingSteps:
         if max_len:
             changes.append(f"--max-model-len {max_len} on the CPU build (the server's KV cache and the "
                            "fp32 reference must share this machine's RAM)")
-        if self.dtype_note:
-            changes.append(f"--dtype {self.dtype}: {self.dtype_note}")
-        self.build_changes = changes
-        self.results.conditions.build_changes = changes
+        if dtype != self.card.serve.dtype:
+            changes.append(f"--dtype {dtype}: {self.dtype_note}")
         argv = server_argv(self.card, self.serve_path, self.backend, host=HOST, port=port, extra=extra,
-                           native=True, dtype=self.dtype, max_model_len=max_len)
-        self.server = VLLMServer(argv, host=HOST, port=port, env=self.run_env, log_path=self.artifacts / "server.log")
-        with self.step("server start"):
+                           native=True, dtype=dtype, max_model_len=max_len)
+        return argv, port, changes
+
+    def _launch(self, dtype: str, step: str) -> VLLMServer:
+        from .tutorial import HOST
+
+        argv, port, changes = self._argv(dtype)
+        if not self.build_changes:
+            self.build_changes = changes
+            self.results.conditions.build_changes = list(changes)
+        self.server_dtype = dtype
+        self.server = VLLMServer(argv, host=HOST, port=port, env=self.run_env,
+                                 log_path=self.artifacts / f"server-{dtype}.log")
+        with self.step(step):
             self.server.start()
-        shown = ["python", *argv[1:]]
-        self.results.server = Server(command=scrub(format_command(shown, self.run_env),
-                                                   self.path_placeholders()),
-                                     base_url=self.server.base_url, startup_s=round(self.server.startup_s, 1),
-                                     models=self.server.models())
         return self.server
 
-    def _need_server(self) -> VLLMServer:
-        if self.server is None or not self.server.running:
-            raise TutorialError("the server is not running: call start_server() first")
+    def _shown_command(self) -> str:
+        shown = ["python", *self.server.argv[1:]]
+        return scrub(format_command(shown, self.run_env), self.path_placeholders())
+
+    def _server_for(self, role: str) -> VLLMServer:
+        """The running server in the dtype ``role`` needs: "performance" uses the build's engine dtype,
+        "accuracy" the card's (on a CPU without native bf16 a bf16 engine is started for the checks;
+        the other is stopped first, the two never share the RAM)."""
+        want = self.accuracy_dtype if role == "accuracy" else self.dtype
+        srv = self._need_server()
+        if self.server_dtype == want:
+            return srv
+        srv.stop()
+        self._launch(want, f"server restart in {want} for the {role} steps")
+        if role == "accuracy":
+            note = (f"the engine-vs-reference checks ran on a {want} engine started for them "
+                    f"({self._shown_command().splitlines()[-1].strip()} ...); the performance figures on the "
+                    f"{self.dtype} engine")
+            if note not in self.results.conditions.build_changes:
+                self.results.conditions.build_changes.append(note)
         return self.server
 
     # -- functional check ------------------------------------------------------------
@@ -131,7 +159,7 @@ class ServingSteps:
 
     def benchmark(self) -> Benchmark:
         """vLLM's own serving benchmark on the card's conditions for this profile."""
-        srv = self._need_server()
+        srv = self._server_for("performance")
         with self.step(f"vllm bench serve ({self.profile.num_prompts} requests)"):
             res = bench.run_serving_benchmark(srv, self.profile, model=self.card.serve.served_model_name,
                                               tokenizer=str(self.serve_path), out_dir=self.artifacts, name="bench")

@@ -95,6 +95,9 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
         self.profile_name = select_profile(self.card, self.backend)
         e = engine_dtype(self.card.serve.dtype, self.backend, self.env.device_name)
         self.dtype, self.eager_required, self.dtype_note = e.dtype, e.eager_required, e.why
+        # engine-vs-reference checks run in the card's dtype wherever the device has it, also on a CPU
+        # that serves float32 for speed (a bf16 engine is started for them there)
+        self.accuracy_dtype = self.card.serve.dtype if self.backend == "cpu" else self.dtype
         self.jobs = max(1, int(os.environ.get("TUTORIAL_JOBS_RUNNING", "1")))
         self.threads = max(1, host_threads() // self.jobs)  # concurrent tutorials share the host's cores
         import torch  # the fp32 reference and CPU baselines use their share of the cores

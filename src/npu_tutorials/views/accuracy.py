@@ -12,10 +12,14 @@ class AccuracyViews(BaseViews):
         note = self.card.reported.method_notes.get(key)
         return f" How the report's method differs: {note}" if note else ""
 
-    def _same_arithmetic_note(self) -> str:
+    def _same_arithmetic_note(self, dtype: str | None = None) -> str:
         """A comparison of two identical computations cannot differ: say so in words."""
         return (" The engine computed in float32 here, like the reference, so agreement this close "
-                "checks the engine's kernels only, not reduced precision." if self.dtype == "float32" else "")
+                "checks the engine's kernels only, not reduced precision." if (dtype or self.dtype) == "float32"
+                else "")
+
+    def _label(self, section) -> str:
+        return f"{self.backend} engine, {getattr(section, 'engine_dtype', '') or self.dtype}"
 
     # -- last-position logits ------------------------------------------------------------
     def logits_table(self) -> Table:
@@ -33,29 +37,30 @@ class AccuracyViews(BaseViews):
                      f"logit error ({', '.join(fmt(r.max_abs_err) for r in flips)}) tells a near-tie (gap below the "
                      "error: rounding can flip it) from an arithmetic fault (gap above it). ")
         note += ("'decisive': the gap exceeds the error at that position, so a flip there would be a fault."
-                 + self._same_arithmetic_note())
+                 + self._same_arithmetic_note(a.engine_dtype))
         return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
                      note=note)
 
     def logits_plot(self):
-        return plots.logits_error(self.need("logits_agreement"),
-                                  f"{self.card.name}: {self.engine_label} vs fp32 CPU reference")
+        a = self.need("logits_agreement")
+        return plots.logits_error(a, f"{self.card.name}: {self._label(a)} vs fp32 CPU reference")
 
     def logits_verdict(self) -> Verdict:
         a = self.need("logits_agreement")
         return self.verdict(a.checks, self.stand_in_caveat)
 
     def logits_vs_reported(self) -> Table:
-        s = self.need("logits_agreement").summary
+        a = self.need("logits_agreement")
+        s = a.summary
         rep = self.reported("logits")
         rows = [["normalized MSE (%)", s["nmse_pct"], rep.get("nmse_pct")],
                 ["cosine similarity", fmt(s["cosine"], 6), rep.get("cosine")],
                 ["top-1 agreement (%)", s["top1_pct"], rep.get("top1_pct")],
                 ["top-5 overlap (%)", s["top5_pct"], rep.get("top5_pct")],
                 ["KL divergence (nats)", s["kl_nats"], rep.get("kl_nats")]]
-        return Table(["metric", f"this build ({self.engine_label}, vs fp32 CPU)",
+        return Table(["metric", f"this build ({self._label(a)}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows, caption="Summary beside the report's figures",
-                     note=self.cite + self._method_note("logits") + self._same_arithmetic_note())
+                     note=self.cite + self._method_note("logits") + self._same_arithmetic_note(a.engine_dtype))
 
     # -- every position ----------------------------------------------------------------
     def consistency_verdict(self) -> Verdict:
@@ -71,12 +76,12 @@ class AccuracyViews(BaseViews):
                 ["cosine (full-vocabulary logits)", fmt(c.cosine, 7), "–"],
                 ["hidden-state cosine", "not measured", r.get("hidden_cosine")],
                 ["KL divergence (nats)", c.kl_nats, r.get("kl")]]
-        return Table(["metric", f"this build ({self.engine_label}, vs fp32 CPU)",
+        return Table(["metric", f"this build ({self._label(c)}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows,
                      caption=f"One forward pass over {c.num_tokens} tokens ({c.positions} positions)",
                      note=f"Compared as {c.compared_form}. The server does not expose hidden states, so this build "
                           "compares the logits (the last layer's hidden state times lm_head) instead. "
-                          + self.cite + self._method_note("consistency") + self._same_arithmetic_note())
+                          + self.cite + self._method_note("consistency") + self._same_arithmetic_note(c.engine_dtype))
 
     # -- greedy text ---------------------------------------------------------------------
     def text_table(self) -> Table:
@@ -93,7 +98,8 @@ class AccuracyViews(BaseViews):
                 "report's 'similar' was a reader's judgement. ")
         if not self.real:
             note += "Stand-in weights: both columns are random text; what matters is whether they agree, and where not, why."
-        return Table(["prompt", f"engine ({self.dtype})", "reference (fp32 CPU)", "exact", "first diverging token",
+        return Table(["prompt", f"engine ({t.engine_dtype or self.dtype})", "reference (fp32 CPU)", "exact",
+                      "first diverging token",
                       "character similarity", "ref. top-1/top-2 gap there"], rows, caption=caption, note=note)
 
     def _task_table(self, key: str, caption: str) -> Table:
@@ -152,10 +158,11 @@ class AccuracyViews(BaseViews):
         mean = 100 * sum(r.match_rate for r in g.rows) / len(g.rows)
         t = Table(["prompt", "first token", f"{g.num_tokens}-token match", "first divergence",
                    "ref. top-1/top-2 gap there", "max |logit err| there", "max |logit err| at the first token"],
-                  rows, caption=f"Greedy decoding: engine ({self.dtype}) vs fp32 CPU reference: first-token agreement "
+                  rows, caption=f"Greedy decoding: engine ({g.engine_dtype or self.dtype}) vs fp32 CPU reference: "
+                                f"first-token agreement "
                                 f"{first:.0f} %, mean match {mean:.0f} %")
         if all(r.first_divergence is None for r in g.rows):
-            t.note = f"Every sequence is identical." + self._same_arithmetic_note()
+            t.note = "Every sequence is identical." + self._same_arithmetic_note(g.engine_dtype)
         elif not self.real:
             t.note = ("Stand-in (random) weights: next-token distributions are nearly flat, so the best two logits "
                       "are often closer than the engine's numerical error; where the gap at the divergence point is "
