@@ -97,6 +97,27 @@ tut.efficiency()
 show.efficiency_table()
 
 # %%
+# Tuning
+# ------
+# The report measured eager mode with default knobs.  A production
+# deployment compiles graphs (ACL graph on vllm-ascend, CUDA graphs on a GPU,
+# torch.compile on a CPU) and may set the backend's own knobs.  Both are
+# measured here on the same conditions: TPOT at concurrency 1 with its
+# spread, output throughput at 1 and at the sweep's highest concurrency, the
+# fraction of the bandwidth roofline reached, and the start-up time.  A tiny
+# model of the same architecture, served the same way, measures the fixed
+# per-token overhead.
+tut.tuning()
+show.tuning_table()
+
+# %%
+show.tuning_plot()
+
+# %%
+# The tuned deployment, to copy:
+print(show.tuned_command())
+
+# %%
 # Known limitations
 # -----------------
 # What the server itself reported in this build (flags it ignored, kernels

@@ -174,6 +174,26 @@ class Sweep(_Strict):
         return v
 
 
+class Knob(_Strict):
+    """A backend's own tuning knob, measured on top of graph mode where this build runs that backend."""
+
+    name: str
+    backends: list[Literal["npu", "cuda", "cpu"]]
+    flags: list[str] = []
+    env: dict[str, str] = {}
+    why: str = ""
+
+
+class Tuning(_Strict):
+    """The report's conditions beside a tuned deployment, both measured in the same build."""
+
+    cpu: bool = Field(default=True, description="also on CPU builds (graph compilation costs minutes there)")
+    knobs: list[Knob] = []
+    knob_profiles: list[Literal["full", "quick"]] = ["full"]
+    overhead_model: bool = Field(default=True, description="measure the fixed per-token overhead on a tiny "
+                                                           "model of the same architecture")
+
+
 class Reported(_Strict):
     """Figures published in the original evaluation report."""
 
@@ -207,6 +227,7 @@ class Card(_Strict):
     accuracy: Accuracy = Accuracy()
     sweeps: dict[Literal["full", "quick"], Sweep] | None = None
     requires: Requires = Requires()
+    tuning: Tuning | None = None
     reported: Reported
     # Regression-gate limits overriding the defaults (npu_tutorials.gate.DEFAULT_LIMITS), by vLLM metric name.
     gates: dict[Literal["output_throughput", "median_ttft_ms", "median_tpot_ms", "roofline_fraction"],

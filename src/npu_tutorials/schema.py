@@ -354,10 +354,11 @@ class TuningRow(_Model):
 
 class Tuning(_Model):
     rows: list[TuningRow]
-    fixed_overhead_ms: float | None = None
-    bandwidth_bound_ms: float | None = None
+    best: str = ""
+    fixed_overhead_ms: float | None = Field(None, description="TPOT of a tiny model of the same architecture")
+    bandwidth_bound_ms: float | None = Field(None, description="bytes a decode step reads / measured bandwidth")
     limit: str = ""
-    command: str = ""
+    command: str = Field("", description="the copy-paste command of the best configuration")
 
 
 class Results(_Model):

@@ -44,19 +44,26 @@ class PerformanceSteps:
         self.results.input_length_sweep = rows
         return rows
 
+    def _point(self, n: int, name: str) -> tuple[Stat, Stat, Stat]:
+        """(output throughput over repeated runs, TPOT and TTFT over their requests) at concurrency ``n``,
+        on the card's base conditions for this profile."""
+        sw, base = self.sweep, self.profile
+        runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds) * n, input_len=base.input_len,
+                                         output_len=base.output_len, max_concurrency=n), f"{name}{n}-r{r}")
+                for r in range(max(1, sw.repeats))]
+        return (Stat.of([r.data["output_throughput"] for r in runs]),
+                Stat.of([t for r in runs for t in r.per_request_tpot_ms()]),
+                Stat.of([t for r in runs for t in _ms(r.data["ttfts"])]))
+
     def concurrency_sweep(self) -> list[ConcurrencyPoint]:
-        """Output throughput at each concurrency (``rounds`` runs of ``rounds`` x concurrency requests)."""
+        """Output throughput at each concurrency (``repeats`` runs of ``max(2, rounds)`` x concurrency requests)."""
         reference.release()
-        sw, base, rows = self.sweep, self.profile, []
+        rows = []
         with self.step("concurrency sweep"):
-            for n in self.progress.iterate(sw.concurrency, "concurrency point"):
-                runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds) * n, input_len=base.input_len,
-                                                 output_len=base.output_len, max_concurrency=n), f"conc{n}-r{r}")
-                        for r in range(max(1, sw.repeats))]
-                rows.append(ConcurrencyPoint(
-                    concurrency=n, output_throughput=Stat.of([r.data["output_throughput"] for r in runs]),
-                    tpot_ms=Stat.of([t for r in runs for t in r.per_request_tpot_ms()]),
-                    ttft_ms=Stat.of([t for r in runs for t in _ms(r.data["ttfts"])]), speedup=1.0, efficiency=1.0))
+            for n in self.progress.iterate(self.sweep.concurrency, "concurrency point"):
+                thr, tpot, ttft = self._point(n, "conc")
+                rows.append(ConcurrencyPoint(concurrency=n, output_throughput=thr, tpot_ms=tpot, ttft_ms=ttft,
+                                             speedup=1.0, efficiency=1.0))
         one = rows[0].output_throughput.median
         for r in rows:
             r.speedup = r.output_throughput.median / one

@@ -100,16 +100,24 @@ class ServingSteps:
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
 
-    def _launch(self, dtype: str, step: str) -> VLLMServer:
+    def _launch(self, dtype: str, step: str, *, graphs: bool = False, flags: list[str] = (),
+                env: dict[str, str] | None = None, model=None, label: str = "") -> VLLMServer:
+        """Start a server in ``dtype``; ``graphs``: without --enforce-eager (graph mode), ``flags`` and
+        ``env`` added, ``model`` instead of the served checkpoint (the tuning steps)."""
         from .tutorial import HOST
 
         argv, port, changes = self._argv(dtype)
+        if graphs:
+            argv = [a for a in argv if a != "--enforce-eager"]
+        if model is not None:
+            argv[argv.index("--model") + 1] = str(model)
+        argv += list(flags)
         if not self.build_changes:
             self.build_changes = changes
             self.results.conditions.build_changes = list(changes)
         self.server_dtype = dtype
-        self.server = VLLMServer(argv, host=HOST, port=port, env=self.run_env,
-                                 log_path=self.artifacts / f"server-{dtype}.log")
+        self.server = VLLMServer(argv, host=HOST, port=port, env={**self.run_env, **(env or {})},
+                                 log_path=self.artifacts / f"server-{dtype}{label}.log")
         with self.step(step):
             self.server.start()
         return self.server
@@ -117,6 +125,11 @@ class ServingSteps:
     def _shown_command(self) -> str:
         shown = ["python", *self.server.argv[1:]]
         return scrub(format_command(shown, self.run_env), self.path_placeholders())
+
+    def _need_server(self) -> VLLMServer:
+        if self.server is None:
+            raise TutorialError("the server is not running: call start_server() first")
+        return self.server
 
     def _server_for(self, role: str) -> VLLMServer:
         """The running server in the dtype ``role`` needs: "performance" uses the build's engine dtype,
@@ -129,9 +142,8 @@ class ServingSteps:
         srv.stop()
         self._launch(want, f"server restart in {want} for the {role} steps")
         if role == "accuracy":
-            note = (f"the engine-vs-reference checks ran on a {want} engine started for them "
-                    f"({self._shown_command().splitlines()[-1].strip()} ...); the performance figures on the "
-                    f"{self.dtype} engine")
+            note = (f"the engine-vs-reference checks ran on a {want} engine started for them (the same command "
+                    f"with --dtype {want}); the performance figures come from the {self.dtype} engine")
             if note not in self.results.conditions.build_changes:
                 self.results.conditions.build_changes.append(note)
         return self.server

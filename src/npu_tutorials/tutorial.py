@@ -34,6 +34,7 @@ from .server import VLLMServer, check_port_free, free_port
 from .steps_accuracy import AccuracySteps
 from .steps_performance import PerformanceSteps
 from .steps_serving import ServingSteps
+from .steps_tuning import TuningSteps
 from .views import Views
 from .weights import Weights, resolve_weights, weights_mode
 
@@ -83,7 +84,7 @@ def abandon_active(reason: str = "the tutorial stopped before finish()") -> None
         _ACTIVE.pop().abandon(reason)
 
 
-class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps):
+class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
     def __init__(self, key: str):
         abandon_active("a new tutorial started before the previous one finished")
         self.t0 = time.monotonic()

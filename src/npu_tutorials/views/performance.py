@@ -84,7 +84,23 @@ class PerformanceViews(BaseViews):
                  r.throughput_high.text(1) if r.throughput_high else "–", _pct(r.fraction), f"{r.startup_s:.0f} s"]
                 for r in t.rows]
         high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
-        note = t.limit
+        notes = ["Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction counts "
+                 "the bytes a decode step reads (see the efficiency table)."]
+        knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
+        measured = {r.name for r in t.rows}
+        skipped = [k.name for k in knobs if f"graph mode + {k.name}" not in measured]
+        if skipped:
+            notes.append(f"Not measured in this build ({self.prov.profile} profile; each is another graph-mode "
+                         f"server start): {', '.join(skipped)}. TUTORIAL_PROFILE=full measures them.")
+        for r in t.rows[2:]:
+            base = t.rows[1]
+            if not (r.tpot_ms.q3 < base.tpot_ms.q1):
+                notes.append(f"'{r.name}' did not help beyond the spread of graph mode alone.")
+        if t.best:
+            notes.append(f"Best: {t.best}.")
+        if t.limit:
+            notes.append(t.limit)
+        note = " ".join(notes)
         return Table(["configuration", "flags", "TPOT at 1 (ms)", "tok/s at 1", f"tok/s at {high or '–'}",
                       "roofline fraction", "start-up"], rows,
                      caption="The report's conditions beside a tuned deployment, measured in this build", note=note)
