@@ -542,28 +542,40 @@ def test_runner_page_is_in_the_toctree():
     assert "runner" in toctree.split()
 
 
-def test_ci_workflow_builds_checks_and_uploads_the_site_on_an_ascend_runner():
+def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
     import yaml
 
     wf = yaml.safe_load(WORKFLOW.read_text())
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
     assert "workflow_dispatch" in triggers
-    job = wf["jobs"]["site"]
-    assert {"self-hosted", "ascend-npu"} <= set(job["runs-on"])
-    container = job["container"]
-    assert container["image"] == commands.ascend_image()
-    assert container["options"].split() == commands.ascend_container_options()
-    assert "/root/.cache:/root/.cache" in container["volumes"]
-    steps = job["steps"]
-    runs = [s.get("run", "") for s in steps]
-    uses = [s.get("uses", "") for s in steps]
-    assert uses[0].startswith("actions/checkout@")
-    html = next(i for i, r in enumerate(runs) if r.strip() == "make html")
-    check = next(i for i, r in enumerate(runs) if r.strip() == "make check")
-    upload = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-artifact@")
-                  and s["with"]["path"] == "_build/html")
-    assert html < check < upload and steps[upload]["with"]["name"] == "site"
+    jobs = wf["jobs"]
+    assert list(jobs) == ["shard", "assemble", "publish"]
+    for name in ("shard", "assemble"):
+        job = jobs[name]
+        assert {"self-hosted", "ascend-npu"} <= set(job["runs-on"])
+        assert job["container"]["image"] == commands.ascend_image()
+        assert job["container"]["options"].split() == commands.ascend_container_options()
+    shard, assemble, publish = jobs["shard"], jobs["assemble"], jobs["publish"]
+    n = int(wf["env"]["SHARDS"])
+    assert shard["strategy"]["matrix"]["shard"] == list(range(1, n + 1))
+    assert "/root/.cache:/root/.cache" in shard["container"]["volumes"]
+    runs = [s.get("run", "") for s in shard["steps"]]
+    assert shard["steps"][0]["uses"].startswith("actions/checkout@")
     assert "bash scripts/bootstrap_env.sh --plan" in "\n".join(runs)
+    assert "make html SHARD=${{ matrix.shard }}/${{ env.SHARDS }} PUBLISH=npu" in runs
+    up = next(s for s in shard["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert up["with"]["path"] == "_build/shards/*.tar.gz" and up["with"]["name"] == "shard-${{ matrix.shard }}"
+    assert assemble["needs"] == "shard" and publish["needs"] == "assemble"
+    steps = assemble["steps"]
+    down = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/download-artifact@"))
+    runs = [s.get("run", "") for s in steps]
+    asm = runs.index("make assemble SHARDS=shards")
+    chk = runs.index("make check PUBLISH=npu")
+    pages = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
+    assert steps[down]["with"]["path"] == "shards" and down < asm < chk < pages
+    assert steps[pages]["with"]["path"] == "_build/html"
+    assert publish["steps"][-1]["uses"].startswith("actions/deploy-pages@")
+    assert publish["permissions"] == {"pages": "write", "id-token": "write"}
 
 
 def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(ascend):
