@@ -84,14 +84,16 @@ class Progress:
                 yield item
 
     def bar(self, total: int, desc: str):
-        """A tqdm bar on a TTY, plain lines at most every 30 s elsewhere (None when tqdm is absent)."""
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return None
-        tty = is_tty(self.out)
-        return tqdm(total=total, desc=f"[{self.label}] {desc}", file=self.out, leave=False,
-                    mininterval=0.5 if tty else QUIET_S, maxinterval=QUIET_S, dynamic_ncols=tty, ascii=not tty)
+        """A tqdm bar on a TTY; elsewhere (CI logs) plain "k/n" lines, at most one every 30 s."""
+        if is_tty(self.out):
+            try:
+                from tqdm import tqdm
+
+                return tqdm(total=total, desc=f"[{self.label}] {desc}", file=self.out, leave=False,
+                            mininterval=0.5, dynamic_ncols=True)
+            except ImportError:
+                pass
+        return PlainBar(self, total, desc)
 
     def cost_table(self) -> str:
         if not self.costs:
@@ -105,3 +107,17 @@ class Progress:
 
     def top_level(self) -> list[tuple[str, float]]:
         return [(n, s) for n, s, d in self.costs if d == 0]
+
+
+class PlainBar:
+    """tqdm's ``update``/``close`` as whole lines, for logs without a terminal."""
+
+    def __init__(self, progress: Progress, total: int, desc: str):
+        self.progress, self.total, self.desc, self.n = progress, total, desc, 0
+
+    def update(self, k: int = 1) -> None:
+        self.n += k
+        self.progress.maybe_say(f"{self.desc}: {self.n}/{self.total}")
+
+    def close(self) -> None:
+        pass
