@@ -84,7 +84,8 @@ def main() -> int:
         base = efficiency.run_in_subprocess({"path": str(path), "batch": 1, "input_len": prof.input_len,
                                              "output_len": prof.output_len, "dtype": dtype, "device": backend,
                                              "repeats": 3,  # the first prompt of the concurrency-1 run
-                                             "bench_seed": bench.run_seed("conc1" if a.repeats == 1 else "conc1-r0")})
+                                             "bench_seed": bench.run_seed("conc1" if a.repeats == 1 else "conc1-r0"),
+                                             "bench_num_prompts": max(sweep.rounds, a.min_requests)})
         figures = {
             "bench output throughput (tok/s)": h["output_throughput"]["median"],
             "bench median TTFT (ms)": h["ttft_ms"]["median"],

@@ -115,11 +115,13 @@ def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(ti
     from npu_tutorials.bench import random_prompt_ids
 
     r = efficiency.run_in_subprocess({"path": str(tiny.path), "batch": 2, "input_len": 16, "output_len": 2,
-                                      "dtype": "float32", "repeats": 1, "bench_seed": 7}, timeout=600)
-    assert r["conditions"]["input_lens"] == [16, 16] and "seed 7" in r["conditions"]["prompt_source"]
-    ids = random_prompt_ids(str(tiny.path), num_prompts=2, input_len=16, output_len=2, seed=7)
-    assert [len(i) for i in ids] == [16, 16] and ids != random_prompt_ids(str(tiny.path), num_prompts=2,
-                                                                         input_len=16, output_len=2, seed=8)
+                                      "dtype": "float32", "repeats": 1, "bench_seed": 7, "bench_num_prompts": 4},
+                                     timeout=600)
+    assert r["conditions"]["input_lens"] == [16, 16] and "seed 7, 4 prompts" in r["conditions"]["prompt_source"]
+    ids = random_prompt_ids(str(tiny.path), num_prompts=4, input_len=16, output_len=2, seed=7)
+    assert [len(i) for i in ids] == [16] * 4
+    assert r["conditions"]["prompt_sha256"] == efficiency.prompt_sha256(ids[:2])  # the run's first two prompts
+    assert ids != random_prompt_ids(str(tiny.path), num_prompts=4, input_len=16, output_len=2, seed=8)
 
 
 def test_cpu_bandwidth_probe_is_positive():

@@ -153,20 +153,23 @@ def _sync(device: str) -> None:
 
 def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None = None, output_len: int | None = None,
                            device: str = "cpu", dtype: str = "bfloat16", *, prompt_ids: list[list[int]] | None = None,
-                           bench_seed: int | None = None, repeats: int = 3, seed: int = 0,
-                           threads: int | None = None) -> dict:
+                           bench_seed: int | None = None, bench_num_prompts: int | None = None, repeats: int = 3,
+                           seed: int = 0, threads: int | None = None) -> dict:
     """Output tokens/s of plain transformers ``generate`` under stated conditions, repeated.
 
     The prompts are, in order of precedence: ``prompt_ids`` (``batch`` rows of token ids; rows of
     unequal length are left-padded with an attention mask); the first ``batch`` prompts that
-    ``vllm bench serve --dataset-name random --seed bench_seed`` sends for ``input_len`` /
-    ``output_len`` (imports vLLM); or ``batch`` seeded random sequences of ``input_len`` ids.
+    ``vllm bench serve --dataset-name random --seed bench_seed --num-prompts bench_num_prompts``
+    sends for ``input_len`` / ``output_len`` (imports vLLM; pass that run's ``--num-prompts`` as
+    ``bench_num_prompts``, default ``batch``: vLLM draws the random lengths and offsets of all
+    prompts before building the first); or ``batch`` seeded random sequences of ``input_len`` ids.
     Every row generates exactly ``output_len`` tokens (greedy, EOS ignored, like ``--ignore-eos``),
     ``repeats`` times after one warm-up run of the same shapes.  Arguments and result are JSON-able
     (run it in a process of its own with :func:`run_in_subprocess`).
 
     Returns ``{"conditions": {"batch", "input_len", "input_lens", "output_len", "dtype", "device",
-    "prompt_source", "repeats", "torch_threads", "torch", "transformers"}, "seconds": [per run],
+    "prompt_source", "prompt_sha256", "repeats", "torch_threads", "torch", "transformers"},
+    "seconds": [per run],
     "output_tokens_per_s_runs": [per run], "summary": stats.summarize(tokens/s),
     "output_tokens_per_s": median, "batch", "input_len", "new_tokens"}`` (the last three for
     callers of the old result).
@@ -190,9 +193,11 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
     elif bench_seed is not None and input_len:
         from .bench import random_prompt_ids
 
-        rows = random_prompt_ids(str(path), num_prompts=batch, input_len=input_len, output_len=output_len,
-                                 seed=bench_seed)
-        source = f"vllm bench serve random dataset, seed {bench_seed} (the same prompts as that benchmark run)"
+        n = bench_num_prompts or batch
+        rows = random_prompt_ids(str(path), num_prompts=n, input_len=input_len, output_len=output_len,
+                                 seed=bench_seed)[:batch]
+        source = (f"vllm bench serve random dataset, seed {bench_seed}, {n} prompts: the first {batch} "
+                  "(the prompts that benchmark run sends)")
     elif input_len:
         gen = torch.Generator().manual_seed(seed)
         rows = torch.randint(100, 20000, (batch, input_len), generator=gen).tolist()
@@ -230,12 +235,21 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
     summ = stats.summarize(tps)
     in_lens = [len(r) for r in rows]
     return {"conditions": {"batch": batch, "input_len": max(in_lens), "input_lens": in_lens, "output_len": output_len,
-                           "dtype": dtype, "device": device, "prompt_source": source, "repeats": repeats,
+                           "dtype": dtype, "device": device, "prompt_source": source,
+                           "prompt_sha256": prompt_sha256(rows), "repeats": repeats,
                            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
                            "transformers": transformers.__version__},
             "seconds": seconds, "output_tokens_per_s_runs": tps, "summary": summ,
             "output_tokens_per_s": summ["median"], "batch": batch, "input_len": max(in_lens),
             "new_tokens": output_len}
+
+
+def prompt_sha256(rows: list[list[int]]) -> str:
+    """A fingerprint of token-id prompts (to show two measurements used the same ones)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([list(map(int, r)) for r in rows]).encode()).hexdigest()
 
 
 def run_in_subprocess(kwargs: dict, timeout: float = 3600, env: dict | None = None) -> dict:
