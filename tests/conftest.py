@@ -1,3 +1,4 @@
+import json
 import os
 import sys
 from pathlib import Path
@@ -32,3 +33,53 @@ def tiny(card):
     from npu_tutorials.standin import ensure_standin, tiny_config
 
     return ensure_standin(card, config=tiny_config(card.config), label="tiny")
+
+
+# -- the real vLLM engine on the tiny stand-in, shared by the engine test modules -------------
+ENGINE_HOST = "127.0.0.1"
+
+
+def tiny_server(card, path, tmp: Path, extra=(), **kw):
+    """A VLLMServer (not started) for ``path`` on the CPU, as the tests run it."""
+    from npu_tutorials.commands import build_env, server_argv
+    from npu_tutorials.server import VLLMServer, free_port
+
+    port = kw.pop("port", None) or free_port()
+    argv = server_argv(card, path, "cpu", host=ENGINE_HOST, port=port, extra=list(extra))
+    return VLLMServer(argv, host=ENGINE_HOST, port=port, env=build_env(card, "cpu"), log_path=tmp / "server.log",
+                      **kw)
+
+
+@pytest.fixture(scope="session")
+def raw_server(card, tiny, tmp_path_factory):
+    """The right checkpoint served with full-vocabulary raw logits (one engine for the whole session)."""
+    pytest.importorskip("vllm")
+    from npu_tutorials import accuracy
+    from npu_tutorials.server import _group_alive
+
+    srv = tiny_server(card, tiny.path, tmp_path_factory.mktemp("raw-server"),
+                      accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
+    srv.start()
+    yield srv
+    pgid = srv.proc.pid if srv.proc else None
+    srv.stop()
+    assert pgid is None or not _group_alive(pgid)
+
+
+@pytest.fixture(scope="session")
+def tiny_spec(tiny):
+    from npu_tutorials.controls import tiny_spec
+
+    gen = json.loads((tiny.path / "generation_config.json").read_text())
+    eos = gen["eos_token_id"]
+    return tiny_spec(eos if isinstance(eos, list) else [eos])
+
+
+@pytest.fixture(scope="session")
+def raw_results(raw_server, card, tiny, tiny_spec):
+    """Every check of ``tiny_spec`` with the right checkpoint (raw logits): the baseline the
+    log-probability run and the negative controls are compared with."""
+    from npu_tutorials.controls import run_checks
+
+    return run_checks(raw_server, card.serve.served_model_name, tiny.path, tiny_spec, card.vocab_size,
+                      keep_reports=True)

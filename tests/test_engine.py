@@ -1,6 +1,7 @@
 """The real vLLM engine on a tiny stand-in: server lifecycle, benchmark, logits agreement.
 
-One server is started for the module (engine start-up dominates the time).
+One server (conftest's session-scoped ``raw_server``) serves every test here
+(engine start-up dominates the time).  No assertion depends on wall-clock time.
 """
 
 
@@ -8,31 +9,24 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from npu_tutorials import accuracy, reference  # noqa: E402
-from npu_tutorials.bench import run_serving_benchmark  # noqa: E402
-from npu_tutorials.cards import BenchProfile, LogitsCheck  # noqa: E402
-from npu_tutorials.commands import build_env, server_argv  # noqa: E402
+from conftest import tiny_server  # noqa: E402
+
+from npu_tutorials import accuracy, metrics, reference  # noqa: E402
+from npu_tutorials.bench import headline, run_repeated, run_serving_benchmark  # noqa: E402
+from npu_tutorials.cards import BenchProfile  # noqa: E402
 from npu_tutorials.errors import TutorialError  # noqa: E402
-from npu_tutorials.server import VLLMServer, _group_alive, free_port  # noqa: E402
+from npu_tutorials.server import free_port  # noqa: E402
 
 pytestmark = pytest.mark.engine
-HOST = "127.0.0.1"
 
 
 def _server(card, path, port, tmp, extra=(), **kw):
-    argv = server_argv(card, path, "cpu", host=HOST, port=port, extra=list(extra))
-    return VLLMServer(argv, host=HOST, port=port, env=build_env(card, "cpu"), log_path=tmp / "server.log", **kw)
+    return tiny_server(card, path, tmp, extra, port=port, **kw)
 
 
 @pytest.fixture(scope="module")
-def server(card, tiny, tmp_path_factory):
-    srv = _server(card, tiny.path, free_port(), tmp_path_factory.mktemp("srv"), accuracy.RAW_LOGITS_FLAGS,
-                  startup_timeout=600)
-    srv.start()
-    yield srv
-    pgid = srv.proc.pid if srv.proc else None
-    srv.stop()
-    assert pgid is None or not _group_alive(pgid)
+def server(raw_server):
+    return raw_server
 
 
 def test_server_answers(server, card):
@@ -60,26 +54,26 @@ def test_serving_benchmark_through_vllm_bench(server, card, tiny, tmp_path):
     assert len(res.per_request_tpot_ms()) == 4
 
 
-def test_logits_agreement_engine_vs_fp32_reference(server, card, tiny):
-    check = LogitsCheck(prompts=["The capital of France is", "def fibonacci(n):"],
-                        thresholds={"nmse_pct_max": 1.0, "top1_pct_min": 0.0})
-    rep = accuracy.logits_agreement(server, card.serve.served_model_name, tiny.path, check, card.vocab_size, False)
+def test_logits_agreement_engine_vs_fp32_reference(raw_results, card, tiny_spec):
+    rep = raw_results["logits"]["report"]  # accuracy.logits_agreement on the tiny spec's prompts
+    assert [r["prompt"] for r in rep.rows] == tiny_spec.logits_prompts
     assert len(rep.rows) == 2 and rep.errors.size == 2 * card.vocab_size
     s = rep.summary
     # bf16 engine vs fp32 reference on the same weights: close, but not bit-identical
     assert 0 < s["nmse_pct"] < 1.0
     assert s["cosine"] > 0.999
     assert "stand-in" in rep.verdict().caveat
+    assert rep.compared_as == s["compared_as"] == "logits" and "raw logits" in rep.table().note
+    # each prompt: the reference's margin beside the engine's error there
+    assert all(r["err_spread"] > 0 and r["reference_top2_margin"] >= 0 for r in rep.rows)
+    assert s["decisive_prompts"] == sum(r["decisive"] for r in rep.rows)
 
 
-def test_engine_logits_differ_from_another_model(server, card, tiny):
-    """The comparison can fail: a different input gives clearly different logits."""
-    ids = reference.tokenize(tiny.path, "The capital of France is")
-    eng = accuracy.engine_last_logits(server, card.serve.served_model_name, ids, card.vocab_size)
-    other = reference.last_logits(tiny.path, reference.tokenize(tiny.path, "Completely different words here"))
-    from npu_tutorials.metrics import normalized_mse_pct
-
-    assert normalized_mse_pct(eng, other) > 1.0
+def test_every_check_passes_on_the_right_checkpoint(raw_results):
+    """The baseline of the negative controls (tests/test_negative_controls.py): the same checks and
+    thresholds PASS when the engine serves the checkpoint the reference loads."""
+    assert {c: r["passed"] for c, r in raw_results.items()} == {c: True for c in ("logits", "consistency", "greedy",
+                                                                                 "text")}
 
 
 def test_server_exits_at_start_with_log_tail(card, tiny, tmp_path):
@@ -102,40 +96,88 @@ def test_short_sweeps_through_the_real_engine(server, card, tiny, tmp_path):
     from npu_tutorials.efficiency import scaling
     from npu_tutorials.sweeps import concurrency_sweep, input_length_sweep
 
-    sw = Sweep(input_lens=[16, 48], sweep_output_len=3, requests_per_point=2, concurrency=[1, 2],
+    sw = Sweep(input_lens=[16], sweep_output_len=3, requests_per_point=2, concurrency=[1, 2],
                baseline_new_tokens=2)
     rows = input_length_sweep(server, sw, model=card.serve.served_model_name, tokenizer=str(tiny.path),
                               out_dir=tmp_path)
-    assert [r["input_len"] for r in rows] == [16, 48]
+    assert [r["input_len"] for r in rows] == [16]
     assert all(r["prefill_ms"] > 0 and r["tpot_ms"] > 0 and r["ttft_concurrent_ms"] > 0 for r in rows)
     conc = concurrency_sweep(server, sw, BenchProfile(num_prompts=2, input_len=16, output_len=4),
                              model=card.serve.served_model_name, tokenizer=str(tiny.path), out_dir=tmp_path)
     assert [r["concurrency"] for r in conc] == [1, 2] and all(r["completed"] == 2 * r["concurrency"] for r in conc)
+    for r in conc:  # every figure keeps its samples: one TPOT/TTFT per request, one throughput per run
+        assert len(r["samples"]["ttft_ms"]) == r["completed"] and len(r["samples"]["output_throughput"]) == 1
+        assert r["summary"]["tpot_ms"]["n"] == len(r["samples"]["tpot_ms"]) == r["completed"]
+        assert r["mean_tpot_ms"] == pytest.approx(sum(r["samples"]["tpot_ms"]) / r["completed"])
     sc = scaling({r["concurrency"]: r["output_throughput"] for r in conc})
-    assert sc[1] == {"speedup": 1.0, "efficiency": 1.0} and sc[2]["speedup"] > 0
+    assert sc[2]["speedup"] == pytest.approx(conc[1]["output_throughput"] / conc[0]["output_throughput"])
+    assert rows[0]["summary"]["prefill_ms"]["n"] == 2 and rows[0]["prefill_ms"] == rows[0]["summary"]["prefill_ms"]["median"]
 
 
-def test_greedy_agreement_on_the_engine(server, card, tiny):
+def test_repeated_runs_give_a_median_and_spread(server, card, tiny, tmp_path):
+    prof = BenchProfile(num_prompts=3, input_len=8, output_len=4, max_concurrency=1)
+    runs = run_repeated(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                        out_dir=tmp_path, name="rep", repeats=2)
+    assert [r.json_path.name for r in runs] == ["rep-r0.json", "rep-r1.json"]
+    # distinct runs draw distinct prompts (the prefix cache would flatter a repeat's TTFT)
+    assert runs[0].command[runs[0].command.index("--seed") + 1] != runs[1].command[runs[1].command.index("--seed") + 1]
+    h = headline(runs)
+    assert h["runs"] == 2 and h["requests"] == 6 and h["output_throughput"]["n"] == 2
+    assert h["ttft_ms"]["n"] == h["tpot_ms"]["n"] == 6
+    assert h["output_throughput"]["min"] <= h["output_throughput"]["median"] <= h["output_throughput"]["max"]
+
+
+def test_greedy_agreement_with_each_rows_own_error(raw_results, card, tiny, tiny_spec):
+    from npu_tutorials.consistency import greedy_summary
+
+    rows = raw_results["greedy"]["report"]  # consistency.text_consistency on the tiny spec's greedy prompts
+    assert all(len(r.engine_ids) == len(r.reference_ids) == tiny_spec.greedy_tokens for r in rows)
+    # bf16 engine vs fp32 reference on the right weights: the thresholds hold
+    assert raw_results["greedy"]["passed"] and tiny_spec.greedy_thresholds["mean_match_pct_min"] >= 90
+    for prompt, r in zip(tiny_spec.greedy_prompts, rows):
+        e = r.error_first_token
+        # this row's own first position, measured independently here
+        ids = reference.tokenize(tiny.path, prompt)
+        ref = reference.last_logits(tiny.path, ids)[: card.vocab_size]
+        assert e["reference_top2_margin"] == pytest.approx(metrics.top2_margin(ref))
+        assert e["reference_top1"] == int(ref.argmax()) == r.reference_ids[0]
+        assert e["compared_as"] == "logits" and 0 < e["max_abs_err"] < 0.1 and e["err_spread"] > 0
+        assert (r.error_at_divergence is None) == (r.first_divergence is None)
+    assert rows[0].error_first_token["max_abs_err"] != rows[1].error_first_token["max_abs_err"]
+    assert greedy_summary(rows)["divergences_at_decisive"] in (0, None)
+
+
+def test_text_consistency_chat_path_stops_at_the_stop_ids(server, card, tiny):
+    """The chat template's ids go to both sides, and both stop after a stop id (kept)."""
     from npu_tutorials.consistency import text_consistency
 
-    rows = text_consistency(server, card.serve.served_model_name, tiny.path, ["The capital of France is"], 6,
-                            chat=False)
-    r = rows[0].to_dict()
-    assert len(rows[0].engine_ids) == len(rows[0].reference_ids) == 6
-    assert 0 <= r["match_rate"] <= 1 and (r["first_divergence"] is None) == (r["match_rate"] == 1.0)
+    prompt = "中国的首都是？"
+    ids = reference.chat_ids(tiny.path, prompt)
+    assert ids[0] == 151644 and ids[-3:] == reference.tokenize(tiny.path, "<|im_start|>assistant\n")
+    free_run = reference.greedy(tiny.path, ids, 8)
+    stop = next(t for i, t in enumerate(free_run) if i >= 2 and t not in free_run[:i])
+    k = free_run.index(stop)
+    rows = text_consistency(server, card.serve.served_model_name, tiny.path, [prompt], 8, chat=True,
+                            stop_ids=[stop], measure_errors=False)
+    r = rows[0]
+    assert r.reference_ids == free_run[: k + 1]  # stopped at the stop id, which is kept
+    assert r.engine_ids == r.reference_ids and r.exact
+    assert r.error_first_token is None  # not measured when asked not to
 
 
-def test_forward_consistency_every_position(server, card, tiny):
-    from npu_tutorials.cards import ConsistencyCheck
-    from npu_tutorials.consistency import forward_consistency
-
-    check = ConsistencyCheck(text="The capital of France is Paris.", thresholds={
-        "top1_pct_min": 0, "ppl_rel_diff_pct_max": 5, "cosine_min": 0.99, "kl_max": 0.01})
-    rep = forward_consistency(server, card.serve.served_model_name, tiny.path, check, card.vocab_size, False)
+def test_forward_consistency_every_position(raw_results, tiny_spec):
+    rep = raw_results["consistency"]["report"]  # consistency.forward_consistency on the tiny spec's text
+    assert tiny_spec.consistency_text == "The capital of France is Paris."
     assert rep.num_tokens == 7 and len(rep.positions) == 6
     # random weights: perplexity near the vocabulary size on both sides, and close to each other
     assert rep.ppl_reference > 1000 and rep.ppl_rel_diff_pct < 5
     assert rep.cosine > 0.99 and rep.kl_nats < 0.01
+    # per position: the reference's margin beside the engine's error, and top-1 on decisive positions
+    assert [p["position"] for p in rep.per_position] == rep.positions
+    d = rep.to_dict()
+    assert d["compared_as"] == "logits" and d["decisive_positions"] == sum(p["decisive"] for p in rep.per_position)
+    assert all(p["err_spread"] > 0 and p["max_abs_err"] > 0 for p in rep.per_position)
+    assert "positions" in rep.flips_table().caption
 
 
 def test_failed_requests_fail_the_benchmark(server, card, tiny, tmp_path):
@@ -144,13 +186,3 @@ def test_failed_requests_fail_the_benchmark(server, card, tiny, tmp_path):
     with pytest.raises(TutorialError, match=r"2 of 2 requests failed"):
         run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
                               out_dir=tmp_path, name="toolong")
-
-
-def test_benchmark_runs_draw_different_prompts(server, card, tiny, tmp_path):
-    """Distinct runs must not share prompts (the prefix cache would flatter later TTFTs)."""
-    prof = BenchProfile(num_prompts=2, input_len=32, output_len=2)
-    a = run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
-                              out_dir=tmp_path, name="first")
-    b = run_serving_benchmark(server, prof, model=card.serve.served_model_name, tokenizer=str(tiny.path),
-                              out_dir=tmp_path, name="second")
-    assert "--seed" in a.command and a.command[a.command.index("--seed") + 1] != b.command[b.command.index("--seed") + 1]

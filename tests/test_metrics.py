@@ -56,3 +56,84 @@ def test_sequence_match():
                                                                   "length": 4}
     assert metrics.sequence_match([1], [1, 2]) == {"match_rate": 0.5, "first_divergence": 1, "length": 2}
     assert metrics.sequence_match([7, 2], [1, 2])["first_divergence"] == 0
+
+
+# -- raw logits vs log-probabilities -------------------------------------------------------
+def _logits(seed, n=5000, scale=3.0):
+    return np.random.default_rng(seed).normal(0, scale, n)
+
+
+def test_logits_form_detection():
+    x = _logits(0)
+    assert metrics.logits_form(x) == "logits"
+    assert metrics.logits_form(metrics.log_softmax(x)) == "logprobs"
+    # float32 log-probabilities (what vLLM's sampler returns) are still log-probabilities
+    assert metrics.logits_form(metrics.log_softmax(x).astype(np.float32)) == "logprobs"
+    # logits shifted by a constant are still logits unless their logsumexp is 0
+    assert metrics.logits_form(x - metrics.logsumexp(x) + 0.01) == "logits"
+    assert metrics.logsumexp(metrics.log_softmax(x)) == pytest.approx(0, abs=1e-9)
+
+
+def test_log_probabilities_compared_like_with_like():
+    ref = _logits(1)
+    eng = ref + np.random.default_rng(2).normal(0, 0.01, ref.size)  # the engine's rounding
+    raw = metrics.compare_logits(eng, ref)
+    lp = metrics.compare_logits(metrics.log_softmax(eng).astype(np.float32), ref)
+    assert (raw["compared_as"], lp["compared_as"]) == ("logits", "logprobs")
+    # centred log-probabilities are centred logits: the figures match the raw-logits comparison
+    assert lp["nmse_pct"] == pytest.approx(raw["nmse_pct"], rel=0.05)
+    assert lp["cosine"] == pytest.approx(raw["cosine"], abs=1e-6)
+    assert lp["kl_nats"] == pytest.approx(raw["kl_nats"], rel=1e-3)
+    assert lp["err_spread"] == pytest.approx(raw["err_spread"], rel=1e-3)  # shift-invariant
+    assert lp["reference_top2_margin"] == pytest.approx(raw["reference_top2_margin"])
+    assert lp["top1_match"] == raw["top1_match"] == 1.0
+    # the defect this replaces: log-probabilities taken for logits
+    wrong = metrics.compare_logits(metrics.log_softmax(eng), ref, form="logits")
+    assert wrong["nmse_pct"] > 100 and wrong["cosine"] < 0.5
+
+
+def test_log_probability_comparison_can_fail():
+    """Uncentred log-probabilities are dominated by -log(vocab): nMSE of a wrong model would pass."""
+    ref, other = _logits(3, scale=0.3), _logits(4, scale=0.3)
+    lp_other = metrics.log_softmax(other)
+    assert metrics.normalized_mse_pct(lp_other, metrics.log_softmax(ref)) < 1.0  # the trap
+    m = metrics.compare_logits(lp_other, ref)
+    assert m["compared_as"] == "logprobs" and m["nmse_pct"] > 100 and m["cosine"] < 0.2
+
+
+def test_unknown_form_is_refused():
+    with pytest.raises(ValueError, match="form must be"):
+        metrics.compare_logits([1.0, 2.0], [1.0, 2.0], form="probs")
+
+
+# -- near-ties told apart from errors -------------------------------------------------------
+def test_decisive_positions():
+    ref = np.array([5.0, 4.0, 0.0, -1.0])  # margin 1.0
+    small = metrics.compare_logits(ref + np.array([0.0, 0.05, -0.05, 0.0]), ref)
+    assert small["max_abs_err"] == pytest.approx(0.05) and small["err_spread"] == pytest.approx(0.1)
+    assert small["decisive"] and small["top1_match"] == 1.0
+    tie = np.array([5.0, 4.99, 0.0, -1.0])  # margin 0.01 within an error of 0.05
+    flip = metrics.compare_logits(tie + np.array([-0.05, 0.05, 0.0, 0.0]), tie)
+    assert flip["top1_match"] == 0.0 and not flip["decisive"]
+    # errors of 0.6 in opposite directions flip a margin of 1: decisive, so not a tie
+    fault = metrics.compare_logits(ref + np.array([-0.6, 0.6, 0.0, 0.0]), ref)
+    assert fault["top1_match"] == 0.0 and fault["decisive"]
+    d = metrics.decisive_top1([small, flip, fault])
+    assert d["decisive_positions"] == 2 and d["top1_decisive_pct"] == 50.0
+    assert (d["flips"], d["flips_at_decisive"]) == (2, 1) and d["top1_pct"] == pytest.approx(100 / 3)
+    assert metrics.decisive_top1([flip])["top1_decisive_pct"] is None
+    assert set(metrics.position_error(small)) >= {"reference_top2_margin", "max_abs_err", "err_spread", "decisive"}
+
+
+def test_margin_above_the_error_spread_cannot_flip():
+    """Property behind ``err_spread``: wherever the margin exceeds it, the argmax cannot change."""
+    rng = np.random.default_rng(5)
+    seen = 0
+    for _ in range(300):
+        ref = rng.normal(0, 1, 50)
+        x = ref + rng.normal(0, rng.uniform(0.001, 0.5), 50)
+        m = metrics.compare_logits(x, ref)
+        if m["reference_top2_margin"] > m["err_spread"]:
+            seen += 1
+            assert m["top1_match"] == 1.0
+    assert seen > 10

@@ -27,7 +27,7 @@ def test_standin_layout(tiny, card):
     assert meta["seed"] == 42 and meta["weights_sha256"] == tiny.sha256
 
 
-def test_standin_loads_in_transformers_with_the_right_shapes(tiny):
+def test_standin_file_has_the_layouts_shapes(tiny):
     from safetensors import safe_open
 
     cfg = json.loads((tiny.path / "config.json").read_text())
@@ -37,6 +37,26 @@ def test_standin_loads_in_transformers_with_the_right_shapes(tiny):
         assert str(f.get_slice("model.norm.weight").get_dtype()).upper() in ("BF16", "BFLOAT16")
     assert got == expected
     assert "lm_head.weight" not in got  # tied, as in the official config
+
+
+def test_standin_loads_in_transformers(tiny):
+    """transformers builds the model from the folder, takes every tensor from the file (none freshly
+    initialised), ties lm_head to the embedding, and computes finite logits over the vocabulary."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    model, info = AutoModelForCausalLM.from_pretrained(str(tiny.path), dtype=torch.float32, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    saved = load_file(str(tiny.path / "model.safetensors"))
+    params = dict(model.named_parameters())
+    for name, t in saved.items():
+        assert torch.equal(params[name].detach(), t.float()), name
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    with torch.inference_mode():
+        logits = model(torch.tensor([[9707, 11, 1128, 374, 697, 829, 30]])).logits
+    assert logits.shape == (1, 7, model.config.vocab_size) and torch.isfinite(logits).all()
+    assert logits[0, -1].std() > 0  # not a constant output: the weights are really in there
 
 
 def test_official_shape_has_494m_parameters(card):

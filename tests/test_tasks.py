@@ -1,6 +1,8 @@
+import pytest
 import yaml
 
 from npu_tutorials import tasks
+from npu_tutorials.errors import TutorialError
 from npu_tutorials.cards import load_card
 from npu_tutorials.e2e import e2e_config
 
@@ -24,11 +26,55 @@ def test_gsm_answer_extraction():
     assert not tasks.gsm_correct("#### 71", "70") and not tasks.gsm_correct("seventy", "70")
 
 
-def test_offline_gsm_set_is_reproducible():
-    src, a = tasks.gsm_problems(3, seed=42)
-    _, b = tasks.gsm_problems(3, seed=42)
-    assert "reasoning-gym" in src or "GSM8K" in src
-    assert [p.question for p in a] == [p.question for p in b] and all(p.answer for p in a)
+def test_malformed_expected_answer_surfaces():
+    with pytest.raises(TutorialError, match="not a number"):
+        tasks.gsm_correct("#### 7", "seven")
+    assert tasks.gsm_score(["#### 7", "8"], [tasks.GSMProblem("q", "7"), tasks.GSMProblem("q", "9")]) == \
+        {"correct": 1, "total": 2, "accuracy_pct": 50.0, "per_problem": [True, False]}
+    with pytest.raises(TutorialError, match="1 outputs for 2 problems"):
+        tasks.gsm_score(["7"], [tasks.GSMProblem("q", "7")] * 2)
+
+
+def test_offline_gsm_set_is_reproducible_and_says_why():
+    a = tasks.gsm_set(3, seed=42)
+    b = tasks.gsm_set(3, seed=42)
+    assert a.hub is False and a.source.startswith("reasoning-gym gsm_symbolic")
+    assert a.fallback_reason  # this machine has no hub: the set says why it fell back
+    assert [p.question for p in a.problems] == [p.question for p in b.problems] and all(p.answer for p in a.problems)
+    assert [p.question for p in tasks.gsm_set(3, seed=43).problems] != [p.question for p in a.problems]
+    assert a.to_dict()["num_problems"] == 3
+    assert tasks.gsm_problems(3, 42) == (a.source, a.problems)  # the old name, same set
+
+
+def test_hub_set_is_used_when_the_hub_answers(monkeypatch):
+    monkeypatch.setattr(tasks, "_load_hub_gsm8k", lambda n: [tasks.GSMProblem("q", "1")] * n)
+    s = tasks.gsm_set(2, seed=1)
+    assert s.hub is True and s.source.startswith("GSM8K test split") and s.fallback_reason is None
+
+
+@pytest.mark.parametrize("exc, reason", [
+    (ConnectionError("Couldn't reach the Hub"), "ConnectionError: Couldn't reach the Hub"),
+    (TimeoutError("read timed out"), "TimeoutError: read timed out"),
+    (ModuleNotFoundError("No module named 'datasets'", name="datasets"), "the datasets package is not installed"),
+])
+def test_expected_offline_failures_fall_back_with_the_reason(monkeypatch, exc, reason):
+    def fail(n):
+        raise exc
+
+    monkeypatch.setattr(tasks, "_load_hub_gsm8k", fail)
+    s = tasks.gsm_set(2, seed=42)
+    assert s.hub is False and reason in s.fallback_reason
+
+
+@pytest.mark.parametrize("exc", [KeyError("answer"), ValueError("bad split"),
+                                 ImportError("operator torchvision::nms does not exist", name="torchvision")])
+def test_other_failures_surface(monkeypatch, exc):
+    def fail(n):
+        raise exc
+
+    monkeypatch.setattr(tasks, "_load_hub_gsm8k", fail)
+    with pytest.raises(type(exc)):
+        tasks.gsm_set(2, seed=42)
 
 
 def test_e2e_config_matches_vllm_ascend_format():

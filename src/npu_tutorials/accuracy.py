@@ -4,6 +4,10 @@ The server runs with ``--max-logprobs -1 --logprobs-mode raw_logits``; a
 completion request for one token with ``logprobs=-1`` then returns the raw
 logits of the whole vocabulary at the prompt's last position.  The same
 token ids go through the fp32 CPU reference, and :mod:`metrics` compares them.
+
+vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities;
+every comparison detects the form the engine returned (:func:`metrics.logits_form`)
+and compares like with like, and the reports record it (``compared_as``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ RAW_LOGITS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logits"]
 
 
 def engine_last_logits(server: VLLMServer, model: str, ids: list[int], vocab_size: int) -> np.ndarray:
-    """Raw logits over the whole vocabulary for the next token after ``ids``."""
+    """The engine's full-vocabulary vector for the next token after ``ids``: raw logits, or
+    log-probabilities where the backend ignores ``--logprobs-mode`` (tell with
+    :func:`metrics.logits_form`)."""
     r = server.post("/v1/completions", {
         "model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
         "logprobs": -1, "return_tokens_as_token_ids": True,
@@ -41,6 +47,15 @@ def engine_last_logits(server: VLLMServer, model: str, ids: list[int], vocab_siz
     return out
 
 
+def one_form(forms: list[str]) -> str:
+    """The single form every vector of one comparison came in (a mix means a broken engine reply)."""
+    kinds = sorted(set(forms))
+    if len(kinds) != 1:
+        raise TutorialError(f"the engine returned a mix of raw logits and log-probabilities ({forms}); "
+                            "cannot compare them with one definition")
+    return kinds[0]
+
+
 @dataclass
 class LogitsReport:
     rows: list[dict]
@@ -48,29 +63,38 @@ class LogitsReport:
     errors: np.ndarray = field(repr=False)
     sample: tuple[np.ndarray, np.ndarray] = field(repr=False)
     real_weights: bool = False
+    compared_as: str = "logits"  # the engine's form: "logits" or "logprobs" (metrics.COMPARED_AS says it in words)
 
     @property
-    def summary(self) -> dict[str, float]:
+    def summary(self) -> dict:
         m = lambda k: float(np.mean([r[k] for r in self.rows]))  # noqa: E731
+        d = metrics.decisive_top1(self.rows)
         return {"nmse_pct": m("nmse_pct"), "cosine": m("cosine"), "top1_pct": 100 * m("top1_match"),
                 "top5_pct": 100 * m("top5_overlap"), "max_abs_err": max(r["max_abs_err"] for r in self.rows),
-                "mean_abs_err": m("mean_abs_err"), "kl_nats": m("kl_nats"), "prompts": len(self.rows)}
+                "mean_abs_err": m("mean_abs_err"), "kl_nats": m("kl_nats"), "prompts": len(self.rows),
+                "decisive_prompts": d["decisive_positions"], "top1_decisive_pct": d["top1_decisive_pct"],
+                "flips_at_decisive": d["flips_at_decisive"], "compared_as": self.compared_as}
 
     def table(self) -> Table:
         cols = ["prompt", "tokens", "normalized MSE (%)", "cosine", "top-1", "top-5 overlap",
-                "max |err|", "mean |err|", "KL (nats)", "ref. top-1/top-2 gap"]
+                "max |err|", "err spread", "mean |err|", "KL (nats)", "ref. top-1/top-2 gap", "decisive"]
         rows = [[r["prompt"], r["num_tokens"], r["nmse_pct"], fmt(r["cosine"], 6), "match" if r["top1_match"] else
-                 "differs", f"{100 * r['top5_overlap']:.0f} %", r["max_abs_err"], r["mean_abs_err"], r["kl_nats"],
-                 r["reference_top2_margin"]] for r in self.rows]
-        flips = [r for r in self.rows if not r["top1_match"]]
-        note = ""
-        if flips:
-            note = (f"{len(flips)} prompt(s) changed their top-1 token; there the reference's gap between its two "
-                    f"best tokens ({', '.join(fmt(r['reference_top2_margin']) for r in flips)}) is smaller than the "
-                    f"largest logit error ({', '.join(fmt(r['max_abs_err']) for r in flips)}): a near-tie that "
-                    "the engine's rounding can flip.")
+                 "differs", f"{100 * r['top5_overlap']:.0f} %", r["max_abs_err"], r["err_spread"], r["mean_abs_err"],
+                 r["kl_nats"], r["reference_top2_margin"], r["decisive"]] for r in self.rows]
+        notes = [f"Compared as {metrics.COMPARED_AS[self.compared_as]}."]
+        ties = [r for r in self.rows if not r["top1_match"] and not r["decisive"]]
+        faults = [r for r in self.rows if not r["top1_match"] and r["decisive"]]
+        if ties:
+            notes.append(f"{len(ties)} prompt(s) changed their top-1 token where the reference's gap between its "
+                         f"two best tokens ({', '.join(fmt(r['reference_top2_margin']) for r in ties)}) is within "
+                         f"the spread of the engine's error there ({', '.join(fmt(r['err_spread']) for r in ties)}): "
+                         "a near-tie that rounding can flip.")
+        if faults:
+            notes.append(f"{len(faults)} prompt(s) changed their top-1 token although the gap "
+                         f"({', '.join(fmt(r['reference_top2_margin']) for r in faults)}) exceeds the error's spread "
+                         f"({', '.join(fmt(r['err_spread']) for r in faults)}): not a tie, an arithmetic difference.")
         return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
-                     note=note)
+                     note=" ".join(notes))
 
     def verdict(self, reported: dict | None = None) -> Verdict:
         s = self.summary
@@ -87,6 +111,10 @@ class LogitsReport:
 
 def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: LogitsCheck, vocab_size: int,
                      real_weights: bool) -> LogitsReport:
+    """Each prompt's last-position vector from the engine against the reference, in one form.
+
+    Rows: ``{"prompt", "num_tokens", **metrics.compare_logits(...)}``; ``errors`` and ``sample``
+    are in the compared form (engine - reference)."""
     rows, errs, sample = [], [], None
     for prompt in check.prompts:
         ids = reference.tokenize(weights_path, prompt)
@@ -94,7 +122,9 @@ def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: 
         ref = reference.last_logits(weights_path, ids)[:vocab_size]
         row = {"prompt": prompt, "num_tokens": len(ids), **metrics.compare_logits(eng, ref)}
         rows.append(row)
-        errs.append((eng - ref).astype(np.float32))
+        x, r = metrics.comparable(eng, ref, row["compared_as"])
+        errs.append((x - r).astype(np.float32))
         if sample is None:
-            sample = (eng.astype(np.float32), ref.astype(np.float32))
-    return LogitsReport(rows, check.thresholds.model_dump(), np.concatenate(errs), sample, real_weights)
+            sample = (x.astype(np.float32), r.astype(np.float32))
+    form = one_form([r["compared_as"] for r in rows])
+    return LogitsReport(rows, check.thresholds.model_dump(), np.concatenate(errs), sample, real_weights, form)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import stats
 from .cards import BenchProfile
 from .errors import TutorialError
 from .server import VLLMServer, tail
@@ -76,6 +78,67 @@ class BenchResult:
                 out.append(1000.0 * (lat - ttft) / (n - 1))
         return out
 
+    def per_request(self) -> dict[str, list[float]]:
+        """Per-request samples from vLLM's detailed JSON: ``{"ttft_ms", "tpot_ms", "e2el_ms"}``
+        (TPOT only for requests with more than one output token)."""
+        ttfts, lats = self.data.get("ttfts", []), self.data.get("latencies", [])
+        if len(ttfts) != self.data.get("completed", len(ttfts)):
+            raise TutorialError(f"{self.json_path}: {len(ttfts)} per-request TTFTs for "
+                                f"{self.data.get('completed')} completed requests (run with --save-detailed)")
+        return {"ttft_ms": [1000.0 * t for t in ttfts], "tpot_ms": self.per_request_tpot_ms(),
+                "e2el_ms": [1000.0 * t for t in lats]}
+
+
+def headline(results: list[BenchResult]) -> dict:
+    """Headline figures of one or more runs of the same profile, with their spread.
+
+    ``{"runs": n, "requests": total, "output_throughput": summary over runs,
+    "request_throughput": summary over runs, "ttft_ms" / "tpot_ms" / "e2el_ms": summaries over every
+    request of every run, "per_run": [{"name", "output_throughput", "median_ttft_ms", "mean_tpot_ms",
+    "completed"}], "samples": {"output_throughput": [...], "ttft_ms": [...], "tpot_ms": [...],
+    "e2el_ms": [...]}}`` (summaries as :func:`stats.summarize`).
+    """
+    if not results:
+        raise ValueError("no benchmark runs")
+    samples: dict[str, list[float]] = {"output_throughput": [r.data["output_throughput"] for r in results],
+                                       "request_throughput": [r.data["request_throughput"] for r in results],
+                                       "ttft_ms": [], "tpot_ms": [], "e2el_ms": []}
+    for r in results:
+        for k, v in r.per_request().items():
+            samples[k] += v
+    out = {"runs": len(results), "requests": sum(r.data["completed"] for r in results),
+           "per_run": [{"name": r.json_path.stem, "output_throughput": r.data["output_throughput"],
+                        "median_ttft_ms": r.data.get("median_ttft_ms"), "mean_tpot_ms": r.data.get("mean_tpot_ms"),
+                        "completed": r.data["completed"]} for r in results],
+           "samples": samples}
+    for k, v in samples.items():
+        if v:
+            out[k] = stats.summarize(v)
+    return out
+
+
+def run_repeated(server: VLLMServer, profile: BenchProfile, *, model: str, tokenizer: str, out_dir: Path,
+                 name: str, repeats: int, timeout: float = 3600) -> list[BenchResult]:
+    """``repeats`` runs of one profile (each with prompts of its own: names ``{name}-r{i}``)."""
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    return [run_serving_benchmark(server, profile, model=model, tokenizer=tokenizer, out_dir=out_dir,
+                                  name=name if repeats == 1 else f"{name}-r{i}", timeout=timeout)
+            for i in range(repeats)]
+
+
+def random_prompt_ids(tokenizer: str, *, num_prompts: int, input_len: int, output_len: int, seed: int) -> list[list[int]]:
+    """The token ids of the prompts ``vllm bench serve --dataset-name random --seed seed`` sends
+    (vLLM's own RandomDataset with the same tokenizer; imports vLLM, so call it in a process that
+    may).  Give them to :func:`efficiency.hf_generate_throughput` for a like-for-like baseline."""
+    from vllm.benchmarks.datasets.datasets import RandomDataset
+    from vllm.tokenizers import get_tokenizer
+
+    tok = get_tokenizer(tokenizer)
+    reqs = RandomDataset(random_seed=seed, dataset_path=None).sample(
+        tokenizer=tok, num_requests=num_prompts, input_len=input_len, output_len=output_len)
+    return [list(tok.encode(r.prompt, add_special_tokens=False)) for r in reqs]
+
 
 def run_seed(name: str) -> int:
     """The random-prompt seed of the run called ``name`` (distinct runs, distinct prompts)."""
@@ -97,17 +160,35 @@ def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: s
             *bench_args(profile, model=model, tokenizer=tokenizer, base_url=server.base_url,
                         result_dir=str(out_dir), result_file=result_file, seed=run_seed(name))]
     log = out_dir / f"{name}.log"
+    step = server.current_step or f"the benchmark run '{name}'"
+    server.check_alive(step)
     with open(log, "wb") as fh:
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise TutorialError(f"vllm bench serve did not finish within {timeout:.0f} s; see {log}") from None
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    proc.wait(timeout=1.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if server.exited():  # do not wait for the benchmark to notice
+                    proc.kill()
+                    proc.wait()
+                    server.check_alive(step)
+                if time.monotonic() > deadline:
+                    raise TutorialError(f"vllm bench serve did not finish within {timeout:.0f} s; see {log}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     path = out_dir / result_file
     if proc.returncode != 0 or not path.is_file():
+        server.check_alive(step, grace=5.0)
         raise TutorialError(f"vllm bench serve failed (exit {proc.returncode}); last lines of {log}:\n{tail(log)}")
     data = json.loads(path.read_text())
     if data.get("failed", 0) or data.get("completed", 0) == 0:
+        server.check_alive(step, grace=5.0)
         errors = [e for e in data.get("errors", []) if e][:1]
         raise TutorialError(f"vllm bench serve: {data.get('failed', 0)} of {profile.num_prompts} requests failed "
                             f"({errors[0] if errors else 'no error text'}); the server's log tail:\n{tail(server.log_path)}")

@@ -2,19 +2,26 @@
 greedy continuations, and text-level agreement.
 
 All engine calls go through the serving engine (completions endpoint with
-token-id prompts, so both sides see identical input).
+token-id prompts, so both sides see identical input).  Every engine-vs-reference
+vector comparison detects whether the engine returned raw logits or
+log-probabilities and compares like with like (:func:`metrics.compare_logits`).
+
+Verdicts: :meth:`ConsistencyReport.verdict` (card thresholds),
+:func:`greedy_verdict` and :func:`text_verdict` (thresholds passed in).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from . import metrics, reference
-from .accuracy import engine_last_logits
+from .accuracy import engine_last_logits, one_form
 from .server import VLLMServer
 from .tables import Table, Verdict, fmt
 
@@ -46,6 +53,14 @@ class ConsistencyReport:
     per_position_logprob_diff: list[float] = field(repr=False)
     thresholds: dict = field(default_factory=dict)
     real_weights: bool = False
+    compared_as: str = "logits"
+    # per position: metrics.position_error(...) plus "position" (index of the predicted token)
+    per_position: list[dict] = field(default_factory=list, repr=False)
+
+    @property
+    def decisive(self) -> dict:
+        """``metrics.decisive_top1`` over the positions (top-1 on decisive positions beside the plain figure)."""
+        return metrics.decisive_top1(self.per_position)
 
     @property
     def ppl_rel_diff_pct(self) -> float:
@@ -55,7 +70,19 @@ class ConsistencyReport:
         return {"num_tokens": self.num_tokens, "top1_pct": self.top1_pct, "ppl_engine": self.ppl_engine,
                 "ppl_reference": self.ppl_reference, "ppl_rel_diff_pct": self.ppl_rel_diff_pct,
                 "cosine": self.cosine, "kl_nats": self.kl_nats, "positions": len(self.positions),
-                "thresholds": self.thresholds, "passed": self.verdict().passed}
+                "thresholds": self.thresholds, "passed": self.verdict().passed, "compared_as": self.compared_as,
+                **{k: v for k, v in self.decisive.items() if k != "top1_pct"},
+                "per_position": self.per_position}
+
+    def flips_table(self) -> Table:
+        """Every position where top-1 changed: the reference's margin beside the engine's error there."""
+        flips = [p for p in self.per_position if not p["top1_match"]]
+        return Table(["position", "ref. top-1/top-2 gap", "engine error spread", "max |err|", "verdict on the flip"],
+                     [[p["position"], p["reference_top2_margin"], p["err_spread"], p["max_abs_err"],
+                       "arithmetic (gap > error)" if p["decisive"] else "near-tie (gap within error)"]
+                      for p in flips],
+                     caption=f"Top-1 flips: {len(flips)} of {len(self.per_position)} positions",
+                     note=f"Compared as {metrics.COMPARED_AS[self.compared_as]}.")
 
     def verdict(self) -> Verdict:
         t = self.thresholds
@@ -82,20 +109,21 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
     ends = list(range(1, len(ids)))  # predict ids[end] from ids[:end]
     eng = parallel(lambda end: engine_last_logits(server, model, ids[:end], vocab_size), ends, workers=4)
     ref_logits = reference.all_logits(ref_path, ids)[:, :vocab_size]
-    top1, cos, kl, eng_lp, ref_lp = [], [], [], [], []
+    rows, eng_lp, ref_lp = [], [], []
     for end, e in zip(ends, eng):
         r = ref_logits[end - 1]
-        top1.append(int(np.argmax(e)) == int(np.argmax(r)))
-        cos.append(metrics.cosine(e, r))
-        kl.append(metrics.kl_divergence(e, r))
-        eng_lp.append(metrics.log_softmax(e)[ids[end]])
+        rows.append(metrics.compare_logits(e, r))
+        eng_lp.append(metrics.log_softmax(e)[ids[end]])  # log-softmax is the identity on log-probabilities
         ref_lp.append(metrics.log_softmax(r)[ids[end]])
+    form = one_form([r["compared_as"] for r in rows])
     eng_lp, ref_lp = np.array(eng_lp), np.array(ref_lp)
     return ConsistencyReport(
-        num_tokens=len(ids), top1_pct=100 * float(np.mean(top1)), ppl_engine=float(np.exp(-eng_lp.mean())),
-        ppl_reference=float(np.exp(-ref_lp.mean())), cosine=float(np.mean(cos)), kl_nats=float(np.mean(kl)),
+        num_tokens=len(ids), top1_pct=100 * float(np.mean([r["top1_match"] for r in rows])),
+        ppl_engine=float(np.exp(-eng_lp.mean())), ppl_reference=float(np.exp(-ref_lp.mean())),
+        cosine=float(np.mean([r["cosine"] for r in rows])), kl_nats=float(np.mean([r["kl_nats"] for r in rows])),
         positions=ends, per_position_logprob_diff=(eng_lp - ref_lp).tolist(),
-        thresholds=check.thresholds.model_dump(), real_weights=real_weights)
+        thresholds=check.thresholds.model_dump(), real_weights=real_weights, compared_as=form,
+        per_position=[{"position": end, **metrics.position_error(r)} for end, r in zip(ends, rows)])
 
 
 # -- greedy sequences ------------------------------------------------------------------
@@ -113,6 +141,10 @@ class TextRow:
     reference_text: str
     first_divergence: int | None
     margin_at_divergence: float | None = None
+    # metrics.position_error of this prompt's own engine-vs-reference vectors: at the first
+    # generated position, and at the first divergence (the common prefix, where the two differ)
+    error_first_token: dict | None = None
+    error_at_divergence: dict | None = None
 
     @property
     def exact(self) -> bool:
@@ -122,44 +154,127 @@ class TextRow:
     def similarity(self) -> float:
         return similarity(self.engine_text, self.reference_text)
 
+    @property
+    def first_token_same(self) -> bool:
+        return self.engine_ids[:1] == self.reference_ids[:1]
+
     def to_dict(self) -> dict:
         return {"prompt": self.prompt, "engine_text": self.engine_text, "reference_text": self.reference_text,
                 "engine_ids": self.engine_ids, "reference_ids": self.reference_ids, "exact": self.exact,
                 "first_divergence": self.first_divergence, "similarity": self.similarity,
-                "margin_at_divergence": self.margin_at_divergence,
+                "margin_at_divergence": self.margin_at_divergence, "first_token_same": self.first_token_same,
+                "error_first_token": self.error_first_token, "error_at_divergence": self.error_at_divergence,
                 **metrics.sequence_match(self.engine_ids, self.reference_ids)}
 
 
+def _vocab_size(ref_path) -> int:
+    return int(json.loads((Path(ref_path) / "config.json").read_text())["vocab_size"])
+
+
 def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str], n: int, *, chat: bool,
-                     stop_ids: list[int] | None = None) -> list[TextRow]:
+                     stop_ids: list[int] | None = None, vocab_size: int | None = None,
+                     measure_errors: bool = True) -> list[TextRow]:
     """Greedy outputs of engine and reference for each prompt, side by side.
 
-    Where the two diverge, the reference's gap between its two best logits at
-    that position says how close a tie the engine's rounding broke.
+    With ``measure_errors`` (default), each row carries its own engine error: the full-vocabulary
+    comparison at its first generated position and, where the sequences diverge, at the
+    divergence point (engine and reference fed the same common prefix), each with the
+    reference's top-1/top-2 margin beside the error, so a tie is told apart from a fault.
+    ``vocab_size`` defaults to the reference checkpoint's config.
     """
     prompt_ids = [reference.chat_ids(ref_path, p) if chat else reference.tokenize(ref_path, p) for p in prompts]
     eng = parallel(lambda ids: engine_greedy(server, model, ids, n, stop_ids), prompt_ids)
+    vocab = vocab_size or _vocab_size(ref_path)
+
+    def position(ids: list[int]) -> dict:
+        e = engine_last_logits(server, model, ids, vocab)
+        r = reference.last_logits(ref_path, ids)[:vocab]
+        return metrics.position_error(metrics.compare_logits(e, r))
+
     rows = []
     for p, ids, e in zip(prompts, prompt_ids, eng):
         r = reference.greedy(ref_path, ids, n, stop_ids)
         m = metrics.sequence_match(e, r)
-        margin = None
-        if m["first_divergence"] is not None and m["first_divergence"] < len(r):
-            k = m["first_divergence"]
-            logits = reference.last_logits(ref_path, ids + r[:k])
-            margin = metrics.top2_margin(logits)
-        rows.append(TextRow(p, e, r, reference.decode(ref_path, e), reference.decode(ref_path, r),
-                            m["first_divergence"], margin))
+        k = m["first_divergence"]
+        margin = first = at_div = None
+        if k is not None and k < len(r):
+            margin = metrics.top2_margin(reference.last_logits(ref_path, ids + r[:k]))
+        if measure_errors:
+            first = position(ids)
+            if k is not None and k < len(r):
+                at_div = first if k == 0 else position(ids + r[:k])
+        rows.append(TextRow(p, e, r, reference.decode(ref_path, e), reference.decode(ref_path, r), k, margin,
+                            first, at_div))
     return rows
+
+
+def greedy_summary(rows: list[TextRow]) -> dict:
+    """``{"prompts", "first_token_agreement_pct", "mean_match_rate_pct", "exact", "divergences",
+    "divergences_at_decisive"}``; the last counts divergences where the reference's margin exceeded
+    the engine's error spread (needs rows measured with ``measure_errors``; None otherwise)."""
+    if not rows:
+        raise ValueError("no rows")
+    div = [r for r in rows if r.first_divergence is not None]
+    measured = all(r.error_at_divergence is not None for r in div if r.first_divergence < len(r.reference_ids))
+    return {"prompts": len(rows),
+            "first_token_agreement_pct": 100.0 * sum(r.first_token_same for r in rows) / len(rows),
+            "mean_match_rate_pct": 100.0 * float(np.mean([metrics.sequence_match(r.engine_ids, r.reference_ids)
+                                                          ["match_rate"] for r in rows])),
+            "exact": sum(r.exact for r in rows), "divergences": len(div),
+            "divergences_at_decisive": (sum(bool(r.error_at_divergence and r.error_at_divergence["decisive"])
+                                            for r in div) if measured else None)}
+
+
+def _caveat(real_weights: bool) -> str:
+    return "" if real_weights else (
+        "stand-in (random) weights: next-token distributions are nearly flat, so greedy sequences diverge at "
+        "near-ties far more often than with trained weights; the thresholds test the engine's arithmetic only.")
+
+
+def greedy_verdict(rows: list[TextRow], *, first_token_pct_min: float, mean_match_pct_min: float,
+                   real_weights: bool = False) -> Verdict:
+    """PASS when first-token agreement and the mean match rate reach their thresholds."""
+    s = greedy_summary(rows)
+    return Verdict([
+        ("first-token agreement", f"{s['first_token_agreement_pct']:.1f} %", f">= {first_token_pct_min} %",
+         s["first_token_agreement_pct"] >= first_token_pct_min),
+        ("mean match rate", f"{s['mean_match_rate_pct']:.1f} %", f">= {mean_match_pct_min} %",
+         s["mean_match_rate_pct"] >= mean_match_pct_min),
+    ], _caveat(real_weights))
+
+
+def text_verdict(rows: list[TextRow], *, exact_min: int, real_weights: bool = False) -> Verdict:
+    """PASS when at least ``exact_min`` of the greedy texts are identical to the reference's."""
+    exact = sum(r.exact for r in rows)
+    return Verdict([("identical greedy outputs", f"{exact} / {len(rows)}", f">= {exact_min}", exact >= exact_min)],
+                   _caveat(real_weights))
 
 
 def text_table(rows: list[TextRow], real_weights: bool, dtype: str = "bfloat16") -> Table:
     t = Table(["prompt", f"engine ({dtype})", "reference (fp32 CPU)", "exact", "first diverging token",
-               "similarity", "ref. top-1/top-2 gap there"],
+               "similarity", "ref. top-1/top-2 gap there", "engine error spread there"],
               [[r.prompt, r.engine_text, r.reference_text, r.exact,
                 "–" if r.first_divergence is None else r.first_divergence, r.similarity,
-                r.margin_at_divergence] for r in rows],
+                r.margin_at_divergence, r.error_at_divergence["err_spread"] if r.error_at_divergence else None]
+               for r in rows],
               caption="Greedy outputs, engine vs reference")
     if not real_weights:
         t.note = "Stand-in weights: both columns are random text; what matters is whether they agree, and where not, why."
     return t
+
+
+def greedy_table(rows: list[TextRow], num_tokens: int, dtype: str) -> Table:
+    """One row per prompt with that prompt's own error (not one prompt's error repeated)."""
+    def err(d):  # noqa: E306
+        return d["max_abs_err"] if d else None
+
+    s = greedy_summary(rows)
+    return Table(["prompt", "first token", f"{num_tokens}-token match", "first divergence",
+                  "ref. top-1/top-2 gap there", "engine error spread there", "max |err| at the first token"],
+                 [[r.prompt, "same" if r.first_token_same else "differs",
+                   f"{100 * metrics.sequence_match(r.engine_ids, r.reference_ids)['match_rate']:.0f} %",
+                   "–" if r.first_divergence is None else f"token {r.first_divergence}", r.margin_at_divergence,
+                   r.error_at_divergence["err_spread"] if r.error_at_divergence else None, err(r.error_first_token)]
+                  for r in rows],
+                 caption=f"Greedy decoding: engine ({dtype}) vs fp32 CPU reference: first-token agreement "
+                         f"{s['first_token_agreement_pct']:.0f} %, mean match {s['mean_match_rate_pct']:.0f} %")

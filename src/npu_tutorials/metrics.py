@@ -8,6 +8,25 @@ reference's second.  Definitions:
 * top-k agreement: the reference's top-1 is the engine's top-1 (k=1); for
   k>1 the fraction of the reference's top-k set that is in the engine's top-k
 * KL(P_ref || P_engine) of the softmax distributions, in nats
+
+The engine returns either raw logits or log-probabilities (vllm-ascend's
+sampler ignores ``--logprobs-mode raw_logits`` and returns
+``raw_logprobs``).  :func:`logits_form` tells them apart (over the whole
+vocabulary, log-probabilities have logsumexp 0 and no positive value), and
+:func:`compare_logits` compares like with like: for log-probabilities both
+sides go through log-softmax, and normalized MSE and cosine are taken after
+removing each vector's mean over the vocabulary (otherwise the common
+-log(vocab) offset of log-probabilities dominates both and they cannot fail;
+centred log-probabilities equal centred logits, so the figures match a
+raw-logits comparison up to the engine's rounding).
+
+Near-ties: a top-1 flip needs the engine's error on the runner-up minus its
+error on the reference's top-1 to exceed the reference's top-1/top-2 margin.
+A position is *decisive* when that margin exceeds the largest |error| the
+engine made there: a flip at a near-tie (margin within the error) is rounding;
+a flip at a decisive position needs errors of opposite sign on the two tokens
+of almost the margin each.  ``err_spread`` (max - min of the error) is the
+strict bound: where the margin exceeds it, no flip is possible at all.
 """
 
 from __future__ import annotations
@@ -45,6 +64,38 @@ def topk_agreement(x, ref, k: int) -> float:
     return len(set(topk_ids(x, k)) & set(topk_ids(ref, k))) / k
 
 
+def logsumexp(x) -> float:
+    x = _as64(x)
+    m = x.max()
+    return float(m + np.log(np.exp(x - m).sum()))
+
+
+LOGPROBS_TOL = 1e-3
+FORMS = ("logits", "logprobs")
+COMPARED_AS = {
+    "logits": "raw logits",
+    "logprobs": "log-probabilities (log-softmax on both sides; normalized MSE and cosine after removing each "
+                "vector's mean over the vocabulary)",
+}
+
+
+def logits_form(x, tol: float = LOGPROBS_TOL) -> str:
+    """``"logprobs"`` when the full-vocabulary vector ``x`` is log-probabilities (logsumexp within
+    ``tol`` of 0 and no value above ``tol``), else ``"logits"``."""
+    x = _as64(x)
+    return "logprobs" if abs(logsumexp(x)) < tol and x.max() <= tol else "logits"
+
+
+def comparable(x, ref, form: str) -> tuple[np.ndarray, np.ndarray]:
+    """The engine's vector and the reference's in the same form (``form`` is the engine's)."""
+    x, ref = _as64(x), _as64(ref)
+    if form == "logits":
+        return x, ref
+    if form == "logprobs":
+        return log_softmax(x), log_softmax(ref)
+    raise ValueError(f"form must be one of {FORMS}, not {form!r}")
+
+
 def log_softmax(x) -> np.ndarray:
     x = _as64(x)
     m = x.max()
@@ -57,24 +108,64 @@ def kl_divergence(x, ref) -> float:
     return float(np.sum(np.exp(lp_r) * (lp_r - lp_x)))
 
 
-def compare_logits(x, ref) -> dict[str, float]:
-    """All agreement metrics of one position's full-vocabulary logits."""
+def compare_logits(x, ref, form: str | None = None) -> dict:
+    """All agreement metrics of one position's full-vocabulary vectors.
+
+    ``x`` is what the engine returned, ``ref`` the reference's raw logits; ``form`` is the
+    engine's form (detected with :func:`logits_form` when None).  Keys: ``nmse_pct``,
+    ``cosine``, ``top1_match`` (0/1), ``top5_overlap``, ``max_abs_err``, ``mean_abs_err``,
+    ``err_spread`` (max - min of the error), ``kl_nats``, ``engine_top1``, ``reference_top1``,
+    ``reference_top2_margin``, ``decisive`` (margin > max_abs_err), ``compared_as``
+    (``"logits"`` or ``"logprobs"``).
+    """
     x, ref = _as64(x), _as64(ref)
     if x.shape != ref.shape:
         raise ValueError(f"shape mismatch: engine {x.shape} vs reference {ref.shape}")
-    err = np.abs(x - ref)
+    form = form or logits_form(x)
+    x, ref = comparable(x, ref, form)
+    # log-probabilities: centre both for nMSE and cosine (see the module docstring)
+    xc, rc = (x - x.mean(), ref - ref.mean()) if form == "logprobs" else (x, ref)
+    d = x - ref
+    err = np.abs(d)
+    margin = top2_margin(ref)
+    spread = float(d.max() - d.min())
     return {
-        "nmse_pct": normalized_mse_pct(x, ref),
-        "cosine": cosine(x, ref),
+        "nmse_pct": normalized_mse_pct(xc, rc),
+        "cosine": cosine(xc, rc),
         "top1_match": topk_agreement(x, ref, 1),
         "top5_overlap": topk_agreement(x, ref, 5),
         "max_abs_err": float(err.max()),
         "mean_abs_err": float(err.mean()),
+        "err_spread": spread,
         "kl_nats": kl_divergence(x, ref),
         "engine_top1": int(np.argmax(x)),
         "reference_top1": int(np.argmax(ref)),
-        "reference_top2_margin": top2_margin(ref),
+        "reference_top2_margin": margin,
+        "decisive": bool(margin > float(err.max())),
+        "compared_as": form,
     }
+
+
+def decisive_top1(rows: list[dict]) -> dict:
+    """Top-1 agreement over all positions and over decisive ones (rows from :func:`compare_logits`).
+
+    Returns ``{"top1_pct", "decisive_positions", "top1_decisive_pct", "flips", "flips_at_decisive"}``;
+    ``top1_decisive_pct`` is None when no position is decisive.
+    """
+    if not rows:
+        raise ValueError("no positions")
+    dec = [r for r in rows if r["decisive"]]
+    return {"top1_pct": 100.0 * sum(r["top1_match"] for r in rows) / len(rows),
+            "decisive_positions": len(dec),
+            "top1_decisive_pct": 100.0 * sum(r["top1_match"] for r in dec) / len(dec) if dec else None,
+            "flips": sum(not r["top1_match"] for r in rows),
+            "flips_at_decisive": sum(not r["top1_match"] for r in dec)}
+
+
+def position_error(row: dict) -> dict:
+    """The near-tie view of one position: margin beside the engine's error there."""
+    return {k: row[k] for k in ("top1_match", "engine_top1", "reference_top1", "reference_top2_margin",
+                                "max_abs_err", "err_spread", "decisive", "kl_nats", "compared_as")}
 
 
 def top2_margin(x) -> float:

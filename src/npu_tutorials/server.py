@@ -6,12 +6,19 @@ stops early with the tail of the server log if the process dies, and always
 tears the whole group down: on ``stop()``, on leaving a ``with`` block, at
 interpreter exit, on SIGTERM, and (through ``PR_SET_PDEATHSIG``) when the
 parent is killed outright.
+
+A server that dies while a step uses it (the functional check, a benchmark, an
+accuracy request) is named as one :class:`TutorialError`: which step, the
+exit code or signal, and the last lines of its log (:meth:`VLLMServer.check_alive`,
+:meth:`VLLMServer.step`; :meth:`VLLMServer.post` and the benchmark runner use them).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
+import http.client
 import json
 import os
 import signal
@@ -98,6 +105,8 @@ class VLLMServer:
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen | None = None
         self.startup_s: float | None = None
+        self.died: str | None = None  # the dead-server message, once the server was found dead
+        self._step_name_now: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -139,11 +148,78 @@ class VLLMServer:
                                     f"last lines of {self.log_path}:\n{tail(self.log_path)}")
             time.sleep(1.0)
 
+    # -- a server that dies while in use ------------------------------------------------
+    @property
+    def current_step(self) -> str | None:
+        return self._step_name_now
+
+    def _how_it_ended(self, rc: int) -> str:
+        if rc < 0:
+            try:
+                return f"killed by signal {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"killed by signal {-rc}"
+        return f"exit code {rc}"
+
+    def check_alive(self, step: str, grace: float = 0.0) -> None:
+        """Raise one :class:`TutorialError` naming ``step`` if the server has exited (waiting up to
+        ``grace`` seconds for an exit in progress): its exit code or signal and its log's tail.
+        What is left of its process group is stopped first."""
+        if self.died:
+            raise TutorialError(self.died)
+        proc = self.proc
+        if proc is None:
+            raise TutorialError(f"{step}: the vLLM server is not running (it was stopped or never started)")
+        try:
+            rc = proc.wait(timeout=grace) if grace > 0 else proc.poll()
+        except subprocess.TimeoutExpired:
+            rc = None
+        if rc is None:
+            return
+        head = f"the vLLM server died during {step} ({self._how_it_ended(rc)})"
+        self.died = f"{head}; see {self.log_path}"  # what other threads see while the rest is stopped
+        self.stop()  # its engine workers may outlive the API process; their last words go to the log too
+        self.died = f"{head}; last lines of {self.log_path}:\n{tail(self.log_path)}"
+        raise TutorialError(self.died)
+
+    def exited(self) -> bool:
+        return self.died is not None or self.proc is None or self.proc.poll() is not None
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        """Run a step that uses the server; if anything in it fails and the server has exited
+        meanwhile (an ``openai.APIConnectionError``, a refused connection, failed benchmark
+        requests), raise the named dead-server error instead.  Requests made inside the step
+        (from any thread) name it too."""
+        prev, self._step_name_now = self._step_name_now, name
+        try:
+            yield self
+        except Exception as exc:
+            if not self.died and self.proc is not None:
+                try:
+                    self.check_alive(name, grace=5.0)
+                except TutorialError as dead:
+                    raise dead from exc
+            if self.died and not (isinstance(exc, TutorialError) and str(exc) == self.died):
+                raise TutorialError(self.died) from exc
+            raise
+        finally:
+            self._step_name_now = prev
+
+    def _step_name(self, what: str) -> str:
+        return self.current_step or what
+
     def models(self) -> list[str]:
-        with urllib.request.urlopen(self.base_url + "/v1/models", timeout=10) as r:
-            return [m["id"] for m in json.load(r)["data"]]
+        try:
+            with urllib.request.urlopen(self.base_url + "/v1/models", timeout=10) as r:
+                return [m["id"] for m in json.load(r)["data"]]
+        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, OSError) as exc:
+            self.check_alive(self._step_name("GET /v1/models"), grace=5.0)
+            raise TutorialError(f"GET /v1/models failed: {exc}") from None
 
     def post(self, path: str, payload: dict, timeout: float = 600) -> dict:
+        if self.died:
+            raise TutorialError(self.died)
         req = urllib.request.Request(self.base_url + path, data=json.dumps(payload).encode(),
                                      headers={"Content-Type": "application/json"})
         try:
@@ -152,6 +228,11 @@ class VLLMServer:
         except urllib.error.HTTPError as exc:
             body = exc.read().decode(errors="replace")[:500]
             raise TutorialError(f"POST {path} failed with HTTP {exc.code}: {body}") from None
+        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, OSError,
+                json.JSONDecodeError) as exc:
+            self.check_alive(self._step_name(f"POST {path}"), grace=5.0)
+            raise TutorialError(f"POST {path} failed while the server is still running: "
+                                f"{type(exc).__name__}: {exc}") from None
 
     @property
     def running(self) -> bool:

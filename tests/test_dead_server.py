@@ -1,0 +1,68 @@
+"""A server that exits while a step uses it is named (no engine: a stand-in HTTP server).
+
+The real engine killed during a benchmark is in test_negative_controls.py.
+"""
+
+import sys
+
+import pytest
+
+from npu_tutorials.errors import TutorialError
+from npu_tutorials.server import VLLMServer, _group_alive, free_port
+
+FAKE = r'''
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": "fake"}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        print("fake server: exiting in the middle of a request", flush=True)
+        os._exit(3)
+
+print("fake server: listening", flush=True)
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+@pytest.fixture
+def fake(tmp_path):
+    port = free_port()
+    (tmp_path / "fake.py").write_text(FAKE)
+    srv = VLLMServer([sys.executable, str(tmp_path / "fake.py"), str(port)], host="127.0.0.1", port=port,
+                     log_path=tmp_path / "fake.log", startup_timeout=60)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def test_post_names_the_step_exit_code_and_log(fake):
+    pgid = fake.proc.pid
+    with pytest.raises(TutorialError) as exc:
+        with fake.step("the functional check"):
+            fake.post("/v1/completions", {"prompt": "hi"})
+    msg = str(exc.value)
+    assert msg.startswith("the vLLM server died during the functional check (exit code 3); last lines of ")
+    assert "fake server: exiting in the middle of a request" in msg
+    assert not _group_alive(pgid) and fake.exited() and not fake.running
+    # afterwards every use names the same death, whatever the client library raised
+    with pytest.raises(TutorialError, match="died during the functional check"):
+        fake.post("/v1/completions", {})
+    with pytest.raises(TutorialError, match="died during the functional check"):
+        fake.check_alive("the benchmark")
+
+
+def test_without_a_step_the_request_is_named(fake):
+    with pytest.raises(TutorialError, match=r"died during POST /v1/completions \(exit code 3\)"):
+        fake.post("/v1/completions", {})
+
+
+def test_a_live_server_is_not_called_dead(fake):
+    fake.check_alive("anything")  # no error
+    with pytest.raises(ValueError, match="unrelated"):
+        with fake.step("a step"):
+            raise ValueError("unrelated")
+    assert fake.models() == ["fake"] and fake.current_step is None

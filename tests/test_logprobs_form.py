@@ -1,0 +1,78 @@
+"""Raw logits vs log-probabilities on the real engine.
+
+vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities.  Here the CPU
+engine is started with ``--logprobs-mode raw_logprobs`` to reproduce that: the form is detected
+in both modes, every engine-vs-reference path compares like with like and says which form it
+compared, and the verdicts agree with the raw-logits run (conftest's ``raw_results``).
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vllm")
+
+from conftest import tiny_server  # noqa: E402
+
+from npu_tutorials import accuracy, metrics, reference  # noqa: E402
+from npu_tutorials.controls import run_checks  # noqa: E402
+
+pytestmark = pytest.mark.engine
+LOGPROBS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logprobs"]
+
+
+@pytest.fixture(scope="module")
+def lp_server(card, tiny, tmp_path_factory):
+    srv = tiny_server(card, tiny.path, tmp_path_factory.mktemp("lp"), LOGPROBS_FLAGS, startup_timeout=600)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def lp_results(lp_server, card, tiny, tiny_spec):
+    return run_checks(lp_server, card.serve.served_model_name, tiny.path, tiny_spec, card.vocab_size)
+
+
+def test_form_detected_in_both_modes(raw_server, lp_server, card, tiny):
+    ids = reference.tokenize(tiny.path, "The capital of France is")
+    raw = accuracy.engine_last_logits(raw_server, card.serve.served_model_name, ids, card.vocab_size)
+    lp = accuracy.engine_last_logits(lp_server, card.serve.served_model_name, ids, card.vocab_size)
+    assert metrics.logits_form(raw) == "logits" and metrics.logits_form(lp) == "logprobs"
+    assert abs(metrics.logsumexp(lp)) < 1e-4 and metrics.logsumexp(raw) > 5
+    # the same network: the log-probabilities are the raw logits' log-softmax, up to bf16 rounding
+    assert np.max(np.abs(lp - metrics.log_softmax(raw))) < 1e-2
+    # compared as logits (the old code) the engine looks broken; like with like it does not
+    ref = reference.last_logits(tiny.path, ids)[: card.vocab_size]
+    assert metrics.compare_logits(lp, ref, form="logits")["nmse_pct"] > 1000
+    assert metrics.compare_logits(lp, ref)["nmse_pct"] < 1.0
+
+
+def test_every_path_records_the_form(raw_results, lp_results):
+    assert raw_results["logits"]["figures"]["compared_as"] == "logits"
+    assert lp_results["logits"]["figures"]["compared_as"] == "logprobs"
+    assert raw_results["consistency"]["figures"]["compared_as"] == "logits"
+    assert lp_results["consistency"]["figures"]["compared_as"] == "logprobs"
+
+
+def test_verdicts_agree_with_the_raw_logits_run(raw_results, lp_results):
+    assert {c: r["passed"] for c, r in lp_results.items()} == {c: r["passed"] for c, r in raw_results.items()}
+    assert all(r["passed"] for r in lp_results.values())
+    for check in ("logits", "consistency"):
+        raw, lp = raw_results[check]["figures"], lp_results[check]["figures"]
+        assert lp["top1_pct"] == raw["top1_pct"]
+        # centred log-probabilities = centred logits: the figures agree up to the engine's rounding
+        assert lp["cosine"] == pytest.approx(raw["cosine"], abs=1e-5)
+        assert lp["kl_nats"] == pytest.approx(raw["kl_nats"], rel=0.2, abs=1e-7)
+    assert lp_results["logits"]["figures"]["nmse_pct"] == pytest.approx(raw_results["logits"]["figures"]["nmse_pct"],
+                                                                        rel=0.3)
+    assert lp_results["greedy"]["figures"]["mean_match_rate_pct"] == raw_results["greedy"]["figures"][
+        "mean_match_rate_pct"]
+
+
+def test_greedy_rows_measure_their_error_in_the_engines_form(lp_server, card, tiny):
+    from npu_tutorials.consistency import text_consistency
+
+    rows = text_consistency(lp_server, card.serve.served_model_name, tiny.path, ["Hello, how are you?"], 4,
+                            chat=False)
+    e = rows[0].error_first_token
+    assert e["compared_as"] == "logprobs" and 0 < e["max_abs_err"] < 0.1
