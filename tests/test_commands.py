@@ -259,7 +259,7 @@ def test_npu_tab_has_the_container_and_the_multi_card_recipes(card):
         assert opt in npu, opt
     assert "--device /dev/davinci3" in npu  # the multi-card container
     assert "--data-parallel-size 4" in npu and "--tensor-parallel-size 2" in npu and "--port $((8000 + i))" in npu
-    assert "-310p" in npu and "--dtype float16 --enforce-eager" in npu
+    assert "-310p" in npu and "--dtype float16" in npu
 
 
 def test_card_notes_reach_the_page():

@@ -123,8 +123,10 @@ def offline_code(card: Card, backend: str, model: str) -> str:
     if f.endpoint == "chat":
         call = [f"    messages = [{{\"role\": \"user\", \"content\": {_py(f.prompt)}}}]",
                 "    outputs = llm.chat(messages, sampling_params)"]
+        shown = 'messages[-1]["content"]'
     else:
         call = [f"    prompt = {_py(f.prompt)}", "    outputs = llm.generate([prompt], sampling_params)"]
+        shown = "prompt"
     return "\n".join([
         "from vllm import LLM, SamplingParams",
         "",
@@ -134,7 +136,7 @@ def offline_code(card: Card, backend: str, model: str) -> str:
         "    )",
         f"    sampling_params = SamplingParams(temperature={f.temperature}, max_tokens={f.max_tokens})",
         *call,
-        f"    print({_py(f.prompt)}, \"->\", repr(outputs[0].outputs[0].text))",
+        f"    print({shown}, \"->\", repr(outputs[0].outputs[0].text))",
     ]) + "\n"
 
 
@@ -415,8 +417,8 @@ def _tab_rst(card: Card, backend: str) -> str:
     for i, step in enumerate(steps(card, backend), 1):
         parts.append(_step_rst(i, step))
     if backend == "npu":
-        parts.append("On Atlas 300I (310P), use the ``-310p`` image with ``--dtype float16 --enforce-eager``: "
-                     "it has no bfloat16, and vllm-ascend serves it in eager mode.\n")
+        parts.append("On Atlas 300I (310P), use the ``-310p`` image and ``--dtype float16``: it has no "
+                     "bfloat16.\n")
     if backend == "cpu":
         parts.append("On a CPU without AVX512-BF16 or AMX (``lscpu | grep -o 'avx512_bf16\\|amx_bf16'`` prints "
                      "nothing), bfloat16 is emulated and several times slower than float32: serve with "
