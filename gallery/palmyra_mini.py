@@ -38,21 +38,27 @@ weights = tut.prepare_weights()
 show.weights()
 
 # %%
-# Deploy
-# ------
+# Deploy it yourself
+# ------------------
 # The report's serve flags: tensor parallel 1, bf16, ``--max-model-len
 # 8192``, chunked prefill, ``--gpu-memory-utilization 0.85`` on accelerators.
 # The report also set ``VLLM_USE_V1=0``; current vLLM has only the V1
 # engine (the variable no longer exists), which schedules chunked prefill by
-# default.  For your host:
+# default.  The commands for your own host, to paste in order, generated from
+# the model card (a test runs the CPU tab):
 #
 # .. include:: /_generated/palmyra-mini/deploy.rst
 #
-# The exact command of this build (on a CPU without native bf16 it serves in
-# float32, and says so):
+
+# %%
+# Serve
+# -----
+# This build's own server, for the measurements below.  The exact command it
+# ran (on a CPU without native bf16 it serves in float32, and says so), not
+# for copying:
 tut.prepare_serving_checkpoint()
 server = tut.start_server()
-print(show.server_command())
+show.this_build_ran("server")
 
 # %%
 # Accuracy: greedy agreement with the CPU

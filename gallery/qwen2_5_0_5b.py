@@ -41,23 +41,31 @@ weights = tut.prepare_weights()
 show.weights()
 
 # %%
-# To fetch the real weights on your own host, use one of:
+# Deploy it yourself
+# ------------------
+# The commands for your own host, to paste in order: download, serve,
+# check, request, benchmark.  They are generated from the model card, and a
+# test runs the CPU tab.  What this build itself ran follows in the sections
+# below, collapsed and labelled "This build ran": those commands carry what
+# only the build needs and are not for copying.
 #
 # .. include:: /_generated/qwen2.5-0.5b/deploy.rst
 #
+
+# %%
 # Offline inference with the Python API
 # -------------------------------------
 # The quickest functional check is the report's offline example:
 # ``vllm.LLM`` plus ``SamplingParams``.  vLLM starts its engine in a spawned
-# process, so the script needs an ``if __name__ == "__main__":`` guard.  This
-# is the exact script this build ran, with this build's weights path:
-print(tut.offline_example_code("<weights>"))
-
-# %%
-# It runs as its own Python process (so its engine is gone before the server
+# process, so the script needs an ``if __name__ == "__main__":`` guard.  It
+# runs as its own Python process (so its engine is gone before the server
 # starts); this is what it printed:
 tut.run_offline_example()
 print(show.offline_output())
+
+# %%
+# The script this build ran, with this build's weights path:
+show.this_build_ran("offline")
 
 # %%
 # Serve
@@ -67,16 +75,13 @@ print(show.offline_output())
 # accuracy check below can read the logits of the whole vocabulary from the
 # serving engine itself.  The exact command this build ran:
 server = tut.start_server()
-print(show.server_command())
+show.this_build_ran("server")
 
 # %%
 # Functional check
 # ----------------
-# The report's completion request through the ``openai`` client.  The same
-# request with curl:
-print(show.curl_command())
-
-# %%
+# The report's completion request through the ``openai`` client (the same
+# request with curl is in "Deploy it yourself"):
 from openai import OpenAI
 
 client = OpenAI(base_url=f"{server.base_url}/v1", api_key="EMPTY")
@@ -93,14 +98,16 @@ show.functional()
 # vLLM's own serving benchmark against the running server, on the report's
 # conditions: 20 requests of 5 input and 128 output tokens, all sent at once,
 # bf16, eager mode.  ``TUTORIAL_PROFILE=quick`` runs smaller sizes; the table
-# says which conditions ran.  On a host with the ``vllm`` command, the same
-# benchmark is:
-print(tut.bench_command())
+# says which conditions ran.
 show.conditions()
 
 # %%
 tut.benchmark()
 show.bench_table()
+
+# %%
+# The benchmark command this build ran (against its own server):
+show.this_build_ran("bench")
 
 # %%
 # How the latency is distributed over the requests (all 20 start together,
@@ -171,6 +178,9 @@ show.gate_table(recorded)
 # Speed depends on the shapes, not on the values, which is why this page's
 # stand-in weights give meaningful speed figures but meaningless text.
 #
-# **Graph mode.** The report and this page run eager (``--enforce-eager``).
-# Drop the flag in production to let vLLM compile graphs (slower start,
-# faster decoding).
+# **Graph mode.** The report and this page's measurements run eager
+# (``--enforce-eager``); the commands in "Deploy it yourself" leave the flag
+# out, so vLLM compiles graphs (slower start, faster decoding).
+#
+# **Chat.** Qwen2.5-0.5B is a base model: for chat, serve
+# Qwen2.5-0.5B-Instruct with the same commands (see "Deploy it yourself").

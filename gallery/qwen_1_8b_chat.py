@@ -49,13 +49,21 @@ show.weights()
 # rebuilds the tokenizer as a ``tokenizer.json`` with QWen's special tokens and
 # the ChatML chat template.  A test proves it exact: an independent fp32
 # forward of the original architecture equals transformers' Qwen2 on the
-# converted weights on prompts of several lengths.  On your host:
+# converted weights on prompts of several lengths.  How this build served it:
+tut.prepare_serving_checkpoint()
+show.serving_checkpoint()
+
+# %%
+# Deploy it yourself
+# ------------------
+# The commands for your own host, to paste in order: download, convert,
+# serve, check, chat, benchmark.  They are generated from the model card, and
+# a test runs the CPU tab.  What this build itself ran follows below,
+# collapsed and labelled "This build ran": those commands carry what only the
+# build needs and are not for copying.
 #
 # .. include:: /_generated/qwen-1_8b-chat/deploy.rst
 #
-# How this build served it:
-tut.prepare_serving_checkpoint()
-show.serving_checkpoint()
 
 # %%
 # Deploy and check readiness
@@ -64,16 +72,13 @@ show.serving_checkpoint()
 # ``--max-model-len 8192``, ``--max-num-seqs 32``).  The exact command this
 # build ran:
 server = tut.start_server()
-print(show.server_command())
+show.this_build_ran("server")
 
 # %%
 # Chat
 # ----
-# The report's readiness check and chat request, as curl:
-print(show.curl_command())
-
-# %%
-# and through the ``openai`` client, with this build's reply:
+# The report's chat request through the ``openai`` client, with this build's
+# reply (the same request with curl is in "Deploy it yourself"):
 from openai import OpenAI
 
 client = OpenAI(base_url=f"{server.base_url}/v1", api_key="EMPTY")
@@ -94,9 +99,12 @@ show.functional()
 show.conditions()
 
 # %%
-print(tut.bench_command())
 tut.benchmark()
 show.bench_table()
+
+# %%
+# The benchmark command this build ran (against its own server):
+show.this_build_ran("bench")
 
 # %%
 show.bench_plot()

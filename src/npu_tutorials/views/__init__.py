@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from .accuracy import AccuracyViews
 from .compare import CompareViews
+from .deploy import DeployViews
 from .performance import PerformanceViews
 from .serving import ServingViews
 
 
-class Views(ServingViews, AccuracyViews, PerformanceViews, CompareViews):
+class Views(ServingViews, AccuracyViews, PerformanceViews, CompareViews, DeployViews):
     """Tables (HTML in the gallery, text elsewhere) and matplotlib figures of one document."""
 
 

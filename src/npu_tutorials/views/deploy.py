@@ -1,0 +1,80 @@
+"""The commands this build ran, collapsed and labelled, apart from the page's copy-paste set.
+
+The build's own commands carry what only a build needs (127.0.0.1 and a random port, this build's weights
+folder, ``--logprobs-mode raw_logits`` for the accuracy checks, ``VLLM_CPU_*`` settings, eager mode on
+the CPU).  They stay on the page as a record, in a collapsed block; the commands to copy are in the
+"Deploy it yourself" section (:mod:`npu_tutorials.deploy`).
+"""
+
+from __future__ import annotations
+
+import html
+
+from ..deploy import curl_text
+from ..errors import TutorialError
+from .base import BaseViews
+
+NOT_FOR_COPYING = ("The commands of this page's own build, for the record, not for copying: they point at this "
+                   "build's weights folder (<weights>) and a server on 127.0.0.1 at a random port, and carry "
+                   "settings only the build needs. Copy from \"Deploy it yourself\".")
+
+
+class Collapsed:
+    """Labelled blocks of text shown collapsed (an HTML ``<details>``) in the gallery, plain elsewhere."""
+
+    def __init__(self, summary: str, blocks: list[tuple[str, str]], note: str = NOT_FOR_COPYING):
+        self.summary, self.blocks, self.note = summary, blocks, note
+
+    def _repr_html_(self) -> str:
+        body = "".join(f"<p>{html.escape(caption)}</p><pre>{html.escape(text)}</pre>" for caption, text in self.blocks)
+        return (f'<details class="tut-this-build"><summary>{html.escape(self.summary)}</summary>'
+                f'<p class="tut-note">{html.escape(self.note)}</p>{body}</details>')
+
+    def __repr__(self) -> str:
+        blocks = "\n\n".join(f"# {caption}\n{text}" for caption, text in self.blocks)
+        return f"{self.summary}\n({self.note})\n\n{blocks}"
+
+
+class DeployViews(BaseViews):
+    BUILD_PARTS = {"offline": "the offline script", "server": "the server", "requests": "the request",
+                   "bench": "the benchmark"}
+
+    def _build_block(self, part: str) -> list[tuple[str, str]]:
+        r = self.r
+        if part == "offline":
+            o = self.need("offline_example")
+            return [(f"the offline vllm.LLM script, run as its own Python process ({o.wall_s:.0f} s, engine "
+                     "start included)", o.code)]
+        if part == "server":
+            s = self.need("server")
+            notes = ["# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page",
+                     "# <weights>: this build's weights folder"]
+            if r.conditions is not None:
+                notes += [f"# {c}" for c in r.conditions.build_changes]
+            return [("the server", f"{s.command}\n" + "\n".join(notes)
+                     + f"\n# ready after {s.startup_s:.0f} s; models: {', '.join(s.models)}")]
+        if part == "requests":
+            base = self.need("server").base_url
+            return [("readiness and the request (curl; the page's own request went through the openai client)",
+                     f"curl -sf {base}/v1/models\n{curl_text(self.card, base)}")]
+        if part == "bench":
+            return [("vllm bench serve against this build's server (<weights>: its tokenizer)",
+                     self.need("benchmark").command)]
+        raise TutorialError(f"this_build_ran: unknown part {part!r}; one of {', '.join(self.BUILD_PARTS)}")
+
+    def this_build_ran(self, *parts: str) -> Collapsed:
+        """This build's own commands for ``parts`` (``offline``, ``server``, ``requests``, ``bench``;
+        none: every part the document has), collapsed and labelled as not for copying."""
+        blocks, shown = [], []
+        for part in parts or self.BUILD_PARTS:
+            try:
+                blocks += self._build_block(part)
+            except TutorialError:
+                if parts:  # asked for by name: the step must have run
+                    raise
+                continue
+            shown.append(self.BUILD_PARTS[part])
+        if not blocks:
+            raise TutorialError(f"the results of {self.doc.model} hold none of this build's commands yet")
+        return Collapsed(f"This build ran: {', '.join(shown)} ({self.backend}, {self.prov.device}; not for "
+                         "copying)", blocks)

