@@ -66,6 +66,9 @@ show.this_build_ran("server")
 # Five prompts of different lengths and content, 20 greedy tokens each, on
 # the engine and on the fp32 CPU reference fed the same token ids.
 tut.greedy_agreement()
+show.greedy_verdict()
+
+# %%
 show.greedy_table()
 
 # %%

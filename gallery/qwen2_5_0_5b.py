@@ -86,9 +86,10 @@ from openai import OpenAI
 
 client = OpenAI(base_url=f"{server.base_url}/v1", api_key="EMPTY")
 prompt = "Hello, what is your name?"
-completion = client.completions.create(
-    model="Qwen2.5-0.5B", prompt=prompt, max_tokens=100, temperature=0.7
-)
+with tut.step("functional check"):  # if the server dies here, the error says so
+    completion = client.completions.create(
+        model="Qwen2.5-0.5B", prompt=prompt, max_tokens=100, temperature=0.7
+    )
 tut.record_completion(prompt, completion)
 show.functional()
 

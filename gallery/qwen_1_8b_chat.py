@@ -82,12 +82,13 @@ show.this_build_ran("server")
 from openai import OpenAI
 
 client = OpenAI(base_url=f"{server.base_url}/v1", api_key="EMPTY")
-completion = client.chat.completions.create(
-    model="qwen-1_8b-chat",
-    messages=[{"role": "user", "content": "你好"}],
-    temperature=0,
-    max_tokens=32,
-)
+with tut.step("chat request"):  # if the server dies here, the error says so
+    completion = client.chat.completions.create(
+        model="qwen-1_8b-chat",
+        messages=[{"role": "user", "content": "你好"}],
+        temperature=0,
+        max_tokens=32,
+    )
 tut.record_chat("你好", completion)
 show.functional()
 
@@ -123,6 +124,12 @@ tut.forward_consistency()
 show.consistency_verdict()
 
 # %%
+# Where the engine's most likely token differs from the reference's, is it a
+# near-tie that rounding can flip, or an arithmetic difference?  The
+# reference's gap between its two best tokens, beside the engine's error there:
+show.consistency_flips()
+
+# %%
 show.consistency_vs_reported()
 
 # %%
@@ -132,6 +139,9 @@ show.consistency_vs_reported()
 # template, on the engine and on the reference, side by side:
 tut.text_consistency()
 show.text_table()
+
+# %%
+show.text_verdict()
 
 # %%
 # Task level

@@ -130,6 +130,8 @@ class QAItem(_Strict):
 class QACheck(_Strict):
     items: list[QAItem] = Field(min_length=1)
     max_tokens: int = Field(gt=0)
+    # text consistency's verdict: at least this many greedy answers identical to the reference's
+    text_exact_min: int = Field(default=1, ge=0)
 
 
 class TaskSize(_Strict):
@@ -142,9 +144,15 @@ class GSMCheck(_Strict):
     profiles: dict[Literal["full", "quick"], TaskSize]
 
 
+class GreedyThresholds(_Strict):
+    first_token_pct_min: float = Field(default=100.0, ge=0, le=100)
+    mean_match_pct_min: float = Field(default=90.0, ge=0, le=100)
+
+
 class GreedyCheck(_Strict):
     prompts: list[str] = Field(min_length=1)
     num_tokens: int = Field(gt=0)
+    thresholds: GreedyThresholds = GreedyThresholds()
 
 
 class Accuracy(_Strict):

@@ -192,6 +192,21 @@ class Histogram(_Model):
     counts: list[int]
 
 
+class PositionError(_Model):
+    """One position's near-tie view: the reference's top-1/top-2 margin beside the engine's error there."""
+
+    position: int | None = None
+    top1_match: float
+    engine_top1: int
+    reference_top1: int
+    reference_top2_margin: float
+    max_abs_err: float
+    err_spread: float = Field(description="max - min of engine - reference over the vocabulary")
+    decisive: bool = Field(description="the margin exceeds the engine's error: a flip here would be a fault")
+    kl_nats: float
+    compared_as: str = Field(description="'logits' or 'logprobs' (the form the engine returned)")
+
+
 class LogitsRow(_Model):
     prompt: str
     num_tokens: int
@@ -201,11 +216,13 @@ class LogitsRow(_Model):
     top5_overlap: float
     max_abs_err: float
     mean_abs_err: float
+    err_spread: float = 0.0
     kl_nats: float
     engine_top1: int
     reference_top1: int
     reference_top2_margin: float
     decisive: bool | None = Field(None, description="the reference's top-1/top-2 margin exceeds the error here")
+    compared_as: str = "logits"
 
 
 class Check(_Model):
@@ -217,7 +234,7 @@ class Check(_Model):
 
 class LogitsAgreement(_Model):
     rows: list[LogitsRow]
-    summary: dict[str, float]
+    summary: dict[str, float | int | str | None]
     thresholds: dict[str, float]
     checks: list[Check]
     passed: bool
@@ -233,6 +250,10 @@ class ForwardConsistency(_Model):
     positions: int
     top1_pct: float
     top1_decisive_pct: float | None = None
+    decisive_positions: int | None = None
+    flips: int | None = None
+    flips_at_decisive: int | None = None
+    per_position: list[PositionError] = []
     ppl_engine: float
     ppl_reference: float
     ppl_rel_diff_pct: float
@@ -256,8 +277,9 @@ class TextRow(_Model):
     char_similarity: float = Field(description="difflib character ratio, not a semantic judgement")
     match_rate: float
     margin_at_divergence: float | None = None
-    error_at_divergence: float | None = None
-    first_token_error: float | None = Field(None, description="max |logit error| at this prompt's first generated position")
+    error_at_divergence: PositionError | None = None
+    first_token_error: PositionError | None = Field(None, description="the comparison at this prompt's first "
+                                                                      "generated position")
 
 
 class TextAgreement(_Model):
@@ -306,13 +328,18 @@ class ConcurrencyPoint(_Model):
 
 
 class DecodeBytes(_Model):
-    matrices: int
-    embedding_row: int
-    lm_head: int
-    kv_cache: int
-    total: int
-    context_len: int
+    """Bytes one decode step of one sequence reads."""
+
+    matrices: float
+    vectors: float = Field(0, description="biases and norms")
+    embedding_row: float = Field(description="one row of an untied input embedding")
+    lm_head: float = Field(description="the output projection (the tied table, in full, where tied)")
+    weights: float = 0
+    kv_cache: float = Field(description="the KV cache at context_len tokens")
+    total: float
+    context_len: float
     dtype: str
+    tied: bool = False
 
 
 class Baseline(_Model):

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from . import accuracy, consistency, tasks
+from . import accuracy, consistency, metrics, tasks
 from .errors import TutorialError
 from .schema import (Check, ForwardConsistency, Histogram, LogitsAgreement, LogitsRow, TaskRow, TaskScore,
                      TextAgreement, TextRow)
@@ -25,7 +25,7 @@ def _text_rows(rows) -> list[TextRow]:
                            first_divergence=d["first_divergence"], char_similarity=d["similarity"],
                            match_rate=d["match_rate"], margin_at_divergence=d.get("margin_at_divergence"),
                            error_at_divergence=d.get("error_at_divergence"),
-                           first_token_error=d.get("first_token_error")))
+                           first_token_error=d.get("error_first_token")))
     return out
 
 
@@ -39,11 +39,11 @@ class AccuracySteps:
     def _real(self) -> bool:
         return self._need_weights().is_real
 
-    def _gsm_set(self):
+    def _gsm_set(self) -> tasks.GSMSet:
         """The GSM problem set of this profile, generated once and reused by every step."""
         if getattr(self, "_gsm_cache", None) is None:
             g = self.card.accuracy.gsm
-            self._gsm_cache = tasks.gsm_problems(g.profiles[self.profile_name].num_problems, g.seed)
+            self._gsm_cache = tasks.gsm_set(g.profiles[self.profile_name].num_problems, g.seed)
         return self._gsm_cache
 
     def logits_agreement(self) -> LogitsAgreement:
@@ -59,7 +59,7 @@ class AccuracySteps:
         out = LogitsAgreement(
             rows=[LogitsRow(**{k: v for k, v in r.items() if k in LogitsRow.model_fields}) for r in rep.rows],
             summary=rep.summary, thresholds=rep.thresholds, checks=_checks(verdict), passed=verdict.passed,
-            compared_form=getattr(rep, "compared_form", "raw logits"), engine_dtype=self.accuracy_dtype,
+            compared_form=metrics.COMPARED_AS[rep.compared_as], engine_dtype=self.accuracy_dtype,
             error_histogram=Histogram(edges=edges.tolist(), counts=counts.tolist()),
             scatter_reference=_subsample(ref), scatter_engine=_subsample(eng))
         self.results.logits_agreement = out
@@ -72,11 +72,13 @@ class AccuracySteps:
                                                   self.reference_path, check, self.card.vocab_size, self._real)
         d, verdict = rep.to_dict(), rep.verdict()
         out = ForwardConsistency(num_tokens=d["num_tokens"], positions=d["positions"], top1_pct=d["top1_pct"],
-                                 top1_decisive_pct=d.get("top1_decisive_pct"), ppl_engine=d["ppl_engine"],
-                                 ppl_reference=d["ppl_reference"], ppl_rel_diff_pct=d["ppl_rel_diff_pct"],
-                                 cosine=d["cosine"], kl_nats=d["kl_nats"], thresholds=d["thresholds"],
-                                 checks=_checks(verdict), passed=verdict.passed,
-                                 compared_form=d.get("compared_form", "raw logits"), engine_dtype=self.accuracy_dtype)
+                                 top1_decisive_pct=d.get("top1_decisive_pct"),
+                                 decisive_positions=d.get("decisive_positions"), flips=d.get("flips"),
+                                 flips_at_decisive=d.get("flips_at_decisive"), per_position=d["per_position"],
+                                 ppl_engine=d["ppl_engine"], ppl_reference=d["ppl_reference"],
+                                 ppl_rel_diff_pct=d["ppl_rel_diff_pct"], cosine=d["cosine"], kl_nats=d["kl_nats"],
+                                 thresholds=d["thresholds"], checks=_checks(verdict), passed=verdict.passed,
+                                 compared_form=metrics.COMPARED_AS[d["compared_as"]], engine_dtype=self.accuracy_dtype)
         self.results.forward_consistency = out
         return out
 
@@ -91,8 +93,10 @@ class AccuracySteps:
         with self.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
             rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
                                                 self.reference_path, [i.prompt for i in qa.items], qa.max_tokens,
-                                                chat=True, stop_ids=self._stop_ids())
-        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows), engine_dtype=self.accuracy_dtype)
+                                                chat=True, stop_ids=self._stop_ids(), vocab_size=self.card.vocab_size)
+        verdict = consistency.text_verdict(rows, exact_min=qa.text_exact_min, real_weights=self._real)
+        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows), checks=_checks(verdict),
+                            passed=verdict.passed, engine_dtype=self.accuracy_dtype)
         self.results.text_consistency = out
         return out
 
@@ -114,7 +118,9 @@ class AccuracySteps:
     def gsm(self) -> TaskScore:
         g = self.card.accuracy.gsm
         size = g.profiles[self.profile_name]
-        source, problems = self._gsm_set()
+        gs = self._gsm_set()
+        problems = gs.problems
+        source = gs.source + (f" (GSM8K not used: {gs.fallback_reason})" if gs.fallback_reason else "")
         srv, model = self._server_for("accuracy"), self.card.serve.served_model_name
 
         def ask(p):
@@ -147,7 +153,10 @@ class AccuracySteps:
         g = self.card.accuracy.greedy
         with self.step(f"greedy agreement ({len(g.prompts)} prompts x {g.num_tokens} tokens)"):
             rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
-                                                self.reference_path, g.prompts, g.num_tokens, chat=False)
-        out = TextAgreement(num_tokens=g.num_tokens, chat=False, rows=_text_rows(rows), engine_dtype=self.accuracy_dtype)
+                                                self.reference_path, g.prompts, g.num_tokens, chat=False,
+                                                vocab_size=self.card.vocab_size)
+        verdict = consistency.greedy_verdict(rows, **g.thresholds.model_dump(), real_weights=self._real)
+        out = TextAgreement(num_tokens=g.num_tokens, chat=False, rows=_text_rows(rows), checks=_checks(verdict),
+                            passed=verdict.passed, engine_dtype=self.accuracy_dtype)
         self.results.greedy_agreement = out
         return out

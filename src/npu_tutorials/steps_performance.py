@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
 from . import efficiency, reference
-from .bench import run_serving_benchmark
+from .bench import run_seed, run_serving_benchmark
 from .cards import BenchProfile
 from .errors import TutorialError
 from .schema import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Stat
@@ -86,9 +87,10 @@ class PerformanceSteps:
             self.server.stop()
         with self.step("bandwidth probe"):
             bw = bandwidth.measure(self.backend, self.env.device_name, env={**os.environ, **self.device_env})
-        wb = efficiency.weight_bytes(self.serve_path, self.dtype)
-        decode = DecodeBytes(matrices=wb, embedding_row=0, lm_head=0, kv_cache=0, total=wb, context_len=0,
-                             dtype=self.dtype)
+        base = self.profile
+        config = json.loads((self.serve_path / "config.json").read_text())
+        d = efficiency.decode_bytes(config, self.dtype, efficiency.mean_decode_context(base.input_len, base.output_len))
+        decode = DecodeBytes(**{k: d[k] for k in DecodeBytes.model_fields})
         achieved = decode.total / (one.tpot_ms.median / 1000.0)
         reference.release()  # the baseline loads the model again; do not hold two copies
         baselines = []
@@ -96,14 +98,17 @@ class PerformanceSteps:
         top = max(r.concurrency for r in conc)
         for point in (one, next(r for r in conc if r.concurrency == top)):
             b = point.concurrency
-            with self.step(f"transformers baseline, batch {b}"):
+            run = f"conc{b}-r0"  # the prompts the first vLLM run at this concurrency sent, the first b of them
+            with self.step(f"transformers baseline, batch {b} (the same prompts, lengths, dtype, device)"):
                 res = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(self.serve_path), b,
-                                    self.profile.input_len, self.profile.output_len, device, self.dtype,
+                                    base.input_len, base.output_len, device, self.dtype,
+                                    bench_seed=run_seed(run), bench_num_prompts=max(2, self.sweep.rounds) * b,
+                                    repeats=max(1, self.sweep.repeats), threads=self.threads,
                                     preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
                                     env={**os.environ, **self.device_env},
                                     what=f"the transformers baseline (batch {b})")
-            thr = Stat.of([res["output_tokens_per_s"]])
-            baselines.append(Baseline(batch=b, input_len=self.profile.input_len, output_len=self.profile.output_len,
+            thr = Stat.of(res["output_tokens_per_s_runs"])
+            baselines.append(Baseline(batch=b, input_len=base.input_len, output_len=base.output_len,
                                       dtype=self.dtype, device=device, output_tokens_per_s=thr,
                                       vllm_output_tokens_per_s=point.output_throughput,
                                       speedup=point.output_throughput.median / thr.median))

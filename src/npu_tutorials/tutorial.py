@@ -17,6 +17,7 @@ stops part-way is written with ``status: failed`` by :func:`abandon_active`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -159,9 +160,17 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
     def _eager(self) -> bool:
         return self.card.serve.enforce_eager or self.backend == "cpu" or self.eager_required
 
+    @contextlib.contextmanager
     def step(self, name: str):
-        """A named step: start and end lines on the build's terminal, its time in the cost table."""
-        return self.progress.step(name)
+        """A named step: start and end lines on the build's terminal, its time in the cost table; if the
+        server dies during it, one error naming the step, the exit code or signal, and the log's tail."""
+        with self.progress.step(name):
+            srv = self.server
+            if srv is not None and srv.proc is not None:
+                with srv.step(name):
+                    yield
+            else:
+                yield
 
     # -- weights ---------------------------------------------------------------------
     def prepare_weights(self) -> Weights:

@@ -67,6 +67,19 @@ class AccuracyViews(BaseViews):
         c = self.need("forward_consistency")
         return self.verdict(c.checks, self.stand_in_caveat)
 
+    def consistency_flips(self) -> Table:
+        """Every position where the engine's top-1 differs: the reference's margin beside the engine's error."""
+        c = self.need("forward_consistency")
+        flips = [p for p in c.per_position if not p.top1_match]
+        return Table(["position", "ref. top-1/top-2 gap", "engine error spread", "max |err|", "what it is"],
+                     [[p.position, p.reference_top2_margin, p.err_spread, p.max_abs_err,
+                       "an arithmetic difference (gap > error)" if p.decisive else "a near-tie (gap within error)"]
+                      for p in flips] or [["–", "–", "–", "–", "no position changed its top-1 token"]],
+                     caption=f"Top-1 flips: {len(flips)} of {len(c.per_position)} positions "
+                             f"(top-1 on decisive positions: "
+                             f"{'–' if c.top1_decisive_pct is None else f'{c.top1_decisive_pct:.1f} %'}, "
+                             f"{c.decisive_positions} decisive)")
+
     def consistency_vs_reported(self) -> Table:
         c = self.need("forward_consistency")
         r = self.reported("consistency")
@@ -88,7 +101,8 @@ class AccuracyViews(BaseViews):
         t = self.need("text_consistency")
         rows = [[r.prompt, r.engine_text, r.reference_text, r.exact,
                  "–" if r.first_divergence is None else r.first_divergence, r.char_similarity,
-                 r.margin_at_divergence] for r in t.rows]
+                 r.margin_at_divergence, None if r.error_at_divergence is None else r.error_at_divergence.err_spread]
+                for r in t.rows]
         exact = sum(r.exact for r in t.rows)
         caption = f"Greedy outputs, engine vs reference: {exact} / {len(t.rows)} exact"
         rep = self.reported("text_consistency")
@@ -99,8 +113,12 @@ class AccuracyViews(BaseViews):
         if not self.real:
             note += "Stand-in weights: both columns are random text; what matters is whether they agree, and where not, why."
         return Table(["prompt", f"engine ({t.engine_dtype or self.dtype})", "reference (fp32 CPU)", "exact",
-                      "first diverging token",
-                      "character similarity", "ref. top-1/top-2 gap there"], rows, caption=caption, note=note)
+                      "first diverging token", "character similarity", "ref. top-1/top-2 gap there",
+                      "engine error spread there"], rows, caption=caption, note=note)
+
+    def text_verdict(self) -> Verdict:
+        t = self.need("text_consistency")
+        return self.verdict(t.checks, self.stand_in_caveat)
 
     def _task_table(self, key: str, caption: str) -> Table:
         s = self.need(key)
@@ -151,13 +169,19 @@ class AccuracyViews(BaseViews):
     # -- greedy agreement ------------------------------------------------------------------
     def greedy_table(self) -> Table:
         g = self.need("greedy_agreement")
+        def err(e):
+            return None if e is None else e.max_abs_err
+
         rows = [[r.prompt, "same" if r.engine_ids[:1] == r.reference_ids[:1] else "differs",
                  f"{100 * r.match_rate:.0f} %", "–" if r.first_divergence is None else f"token {r.first_divergence}",
-                 r.margin_at_divergence, r.error_at_divergence, r.first_token_error] for r in g.rows]
+                 r.margin_at_divergence, err(r.error_at_divergence),
+                 "–" if r.error_at_divergence is None else ("yes" if r.error_at_divergence.decisive else "no"),
+                 err(r.first_token_error)] for r in g.rows]
         first = 100 * sum(r.engine_ids[:1] == r.reference_ids[:1] for r in g.rows) / len(g.rows)
         mean = 100 * sum(r.match_rate for r in g.rows) / len(g.rows)
         t = Table(["prompt", "first token", f"{g.num_tokens}-token match", "first divergence",
-                   "ref. top-1/top-2 gap there", "max |logit err| there", "max |logit err| at the first token"],
+                   "ref. top-1/top-2 gap there", "max |logit err| there", "decisive there",
+                   "max |logit err| at the first token"],
                   rows, caption=f"Greedy decoding: engine ({g.engine_dtype or self.dtype}) vs fp32 CPU reference: "
                                 f"first-token agreement "
                                 f"{first:.0f} %, mean match {mean:.0f} %")

@@ -53,10 +53,13 @@ class PerformanceViews(BaseViews):
         e = self.need("efficiency")
         d = e.decode_bytes
         rows = [["bytes one decode step reads", f"{d.total / GB:.3f} GB ({d.dtype})"],
-                ["  weight matrices (with biases and norms)", f"{d.matrices / GB:.3f} GB"],
-                ["  input embedding (one row)", f"{d.embedding_row / 1e3:.1f} kB"],
-                ["  lm_head", f"{d.lm_head / GB:.3f} GB"],
-                [f"  KV cache at {d.context_len} tokens of context", f"{d.kv_cache / 1e6:.2f} MB"],
+                ["  weight matrices", f"{d.matrices / GB:.3f} GB"],
+                ["  biases and norms", f"{d.vectors / 1e6:.2f} MB"],
+                ["  input embedding", "read in full by lm_head (tied)" if d.tied else
+                 f"{d.embedding_row / 1e3:.1f} kB (one row)"],
+                ["  lm_head" + (" (the tied embedding table)" if d.tied else ""), f"{d.lm_head / GB:.3f} GB"],
+                [f"  KV cache at {d.context_len:g} tokens of context (mean over the decode steps)",
+                 f"{d.kv_cache / 1e6:.2f} MB"],
                 ["TPOT at concurrency 1 (vLLM)", e.tpot_ms.text(1, "ms")],
                 ["achieved read bandwidth (bytes / median TPOT)", f"{e.achieved_bytes_per_s / GB:.1f} GB/s"],
                 ["measured device bandwidth", f"{e.measured_bandwidth / GB:.1f} GB/s ({e.bandwidth_method})"
