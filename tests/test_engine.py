@@ -54,6 +54,30 @@ def test_serving_benchmark_through_vllm_bench(server, card, tiny, tmp_path):
     assert len(res.per_request_tpot_ms()) == 4
 
 
+def test_one_worker_runs_many_benchmarks_and_leaves_nothing(server, card, tiny, tmp_path):
+    """The persistent bench worker gives what separate `vllm bench serve` runs give, and is gone after close."""
+    from npu_tutorials.bench import BenchWorker
+    from npu_tutorials.server import _group_alive
+
+    w = BenchWorker()
+    try:
+        runs = [run_serving_benchmark(server, BenchProfile(num_prompts=n, input_len=8, output_len=4),
+                                      model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                                      out_dir=tmp_path, name=f"w{n}", worker=w) for n in (2, 3)]
+        assert [r.data["completed"] for r in runs] == [2, 3] and runs[1].data["output_lens"] == [4, 4, 4]
+        assert runs[0].data["input_lens"] != runs[1].data["input_lens"] or runs[0].command != runs[1].command
+        with pytest.raises(TutorialError, match=r"vllm bench serve failed \(exit 2\)"):
+            w_args_error = BenchProfile.model_construct(num_prompts=1, input_len=8, output_len=4,
+                                                        request_rate="nonsense", max_concurrency=None)
+            run_serving_benchmark(server, w_args_error, model=card.serve.served_model_name, tokenizer=str(tiny.path),
+                                  out_dir=tmp_path, name="bad", worker=w)
+        assert w.proc.poll() is None  # a failed run does not take the worker down
+    finally:
+        pid = w.proc.pid
+        w.close()
+    assert not _group_alive(pid)
+
+
 def test_logits_agreement_engine_vs_fp32_reference(raw_results, card, tiny_spec):
     rep = raw_results["logits"]["report"]  # accuracy.logits_agreement on the tiny spec's prompts
     assert [r["prompt"] for r in rep.rows] == tiny_spec.logits_prompts

@@ -145,9 +145,92 @@ def run_seed(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
+class BenchWorker:
+    """One ``python -m npu_tutorials.vllm_bench --worker`` process for many benchmark runs.
+
+    Each run is exactly ``vllm bench serve ARGS``; the worker only saves vLLM's import (about
+    10 s a run on 2 cores).  Its process group is stopped by :meth:`close` (the tutorial's
+    teardown), by atexit, and when its parent dies."""
+
+    def __init__(self):
+        from .server import _die_with_parent
+
+        self.proc = subprocess.Popen([sys.executable, "-u", "-m", "npu_tutorials.vllm_bench", "--worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1, start_new_session=True, preexec_fn=_die_with_parent)
+        _WORKERS.add(self)
+
+    def run(self, args: list[str], log: Path, server: VLLMServer, step: str, timeout: float) -> int:
+        """Run one benchmark; its output goes to ``log``; returns its exit code."""
+        import queue
+        import threading
+
+        from .vllm_bench import DONE
+
+        if self.proc.poll() is not None:
+            raise TutorialError(f"the benchmark worker exited (code {self.proc.returncode})")
+        self.proc.stdin.write(json.dumps(args) + "\n")
+        self.proc.stdin.flush()
+        lines: queue.Queue = queue.Queue()
+
+        def read():
+            for line in self.proc.stdout:
+                lines.put(line)
+                if line.startswith(DONE):
+                    return
+            lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        with open(log, "w") as fh:
+            while True:
+                try:
+                    line = lines.get(timeout=1.0)
+                except queue.Empty:
+                    if server.exited():
+                        self.close()
+                        server.check_alive(step)
+                    if time.monotonic() > deadline:
+                        self.close()
+                        raise TutorialError(f"vllm bench serve did not finish within {timeout:.0f} s; see {log}")
+                    continue
+                if line is None:
+                    return self.proc.wait()
+                if line.startswith(DONE):
+                    return int(json.loads(line[len(DONE):])["rc"])
+                fh.write(line)
+
+    def close(self) -> None:
+        _WORKERS.discard(self)
+        if self.proc.poll() is None:
+            import os
+            import signal
+
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+
+_WORKERS: set[BenchWorker] = set()
+
+
+def close_workers() -> None:
+    for w in list(_WORKERS):
+        w.close()
+
+
+import atexit  # noqa: E402
+
+atexit.register(close_workers)
+
+
 def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: str, tokenizer: str,
-                          out_dir: Path, name: str, timeout: float = 3600) -> BenchResult:
-    """Run ``vllm bench serve`` in a subprocess; raise with its output's tail if it fails.
+                          out_dir: Path, name: str, timeout: float = 3600,
+                          worker: BenchWorker | None = None) -> BenchResult:
+    """Run ``vllm bench serve`` (in ``worker`` if given, else in a subprocess of its own); raise with
+    its output's tail if it fails.
 
     Each run draws its random prompts with a seed of its own (from ``name``): runs against
     the same server must not share prompts, or vLLM's prefix cache would serve later runs'
@@ -156,12 +239,15 @@ def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: s
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     result_file = f"{name}.json"
-    argv = [sys.executable, "-m", "npu_tutorials.vllm_bench",
-            *bench_args(profile, model=model, tokenizer=tokenizer, base_url=server.base_url,
-                        result_dir=str(out_dir), result_file=result_file, seed=run_seed(name))]
+    args = bench_args(profile, model=model, tokenizer=tokenizer, base_url=server.base_url,
+                      result_dir=str(out_dir), result_file=result_file, seed=run_seed(name))
+    argv = [sys.executable, "-m", "npu_tutorials.vllm_bench", *args]
     log = out_dir / f"{name}.log"
     step = server.current_step or f"the benchmark run '{name}'"
     server.check_alive(step)
+    if worker is not None:
+        rc = worker.run(args, log, server, step, timeout)
+        return _read_result(server, profile, out_dir / result_file, rc, log, step, argv)
     with open(log, "wb") as fh:
         proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
@@ -182,10 +268,14 @@ def run_serving_benchmark(server: VLLMServer, profile: BenchProfile, *, model: s
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    path = out_dir / result_file
-    if proc.returncode != 0 or not path.is_file():
+    return _read_result(server, profile, out_dir / result_file, proc.returncode, log, step, argv)
+
+
+def _read_result(server: VLLMServer, profile: BenchProfile, path: Path, rc: int, log: Path, step: str,
+                 argv: list[str]) -> BenchResult:
+    if rc != 0 or not path.is_file():
         server.check_alive(step, grace=5.0)
-        raise TutorialError(f"vllm bench serve failed (exit {proc.returncode}); last lines of {log}:\n{tail(log)}")
+        raise TutorialError(f"vllm bench serve failed (exit {rc}); last lines of {log}:\n{tail(log)}")
     data = json.loads(path.read_text())
     if data.get("failed", 0) or data.get("completed", 0) == 0:
         server.check_alive(step, grace=5.0)

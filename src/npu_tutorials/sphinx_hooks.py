@@ -24,6 +24,8 @@ def reset_example(gallery_conf, fname, when) -> None:
     if "npu_tutorials.tutorial" in sys.modules:  # a run that stopped part-way: record it as failed
         sys.modules["npu_tutorials.tutorial"].abandon_active("the tutorial raised before finish()")
     stop_all()
+    if "npu_tutorials.bench" in sys.modules:
+        sys.modules["npu_tutorials.bench"].close_workers()
     if when == "before" and fname:
         gallery_dir = Path(gallery_conf.get("src_dir", ".")) / gallery_conf["gallery_dirs"][0]  # absolute stays
         forget_example(gallery_dir, Path(fname).name)

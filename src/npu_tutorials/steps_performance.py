@@ -26,7 +26,8 @@ class PerformanceSteps:
 
     def _bench(self, prof: BenchProfile, name: str):
         return run_serving_benchmark(self._server_for("performance"), prof, model=self.card.serve.served_model_name,
-                                     tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps", name=name)
+                                     tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps", name=name,
+                                     worker=self.bench_worker)
 
     def input_length_sweep(self) -> list[LengthPoint]:
         """Per input length: requests one at a time (TTFT = prefill latency, TPOT = decode), then all at once."""

@@ -174,7 +174,8 @@ class ServingSteps:
         srv = self._server_for("performance")
         with self.step(f"vllm bench serve ({self.profile.num_prompts} requests)"):
             res = bench.run_serving_benchmark(srv, self.profile, model=self.card.serve.served_model_name,
-                                              tokenizer=str(self.serve_path), out_dir=self.artifacts, name="bench")
+                                              tokenizer=str(self.serve_path), out_dir=self.artifacts, name="bench",
+                                              worker=self.bench_worker)
         d = res.data
         out = Benchmark(name="bench", conditions=BenchConditions(**self.profile.model_dump()),
                         command=self.bench_command(), summary=res.summary(),

@@ -146,6 +146,15 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
 
         return {**build_env(self.card, self.backend), **self.device_env}
 
+    @property
+    def bench_worker(self):
+        """One process for every ``vllm bench serve`` run of this tutorial (vLLM is imported once)."""
+        from .bench import BenchWorker
+
+        if getattr(self, "_bench_worker", None) is None or self._bench_worker.proc.poll() is not None:
+            self._bench_worker = BenchWorker()
+        return self._bench_worker
+
     def port(self) -> int:
         """``TUTORIAL_PORT``, else a free port no concurrent tutorial of this build holds."""
         if os.environ.get("TUTORIAL_PORT"):
@@ -243,6 +252,8 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
             _ACTIVE.remove(self)
         if self.server is not None:
             self.server.stop()
+        if getattr(self, "_bench_worker", None) is not None:
+            self._bench_worker.close()
         for lease in self._leases:
             lease.release()
         p = self.doc.provenance
