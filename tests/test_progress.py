@@ -85,3 +85,38 @@ def test_progress_reaches_the_terminal_and_never_the_page(tmp_path):
     html = (proj / "_build" / "generated" / "ex.html").read_text()
     assert "this line belongs on the page" in html
     assert "[demo]" not in html and "a slow step (" not in html
+
+
+FAKE_SERVER = r'''
+import http.server, json, sys, time
+print("loading weights", flush=True)
+time.sleep(2.5)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": "m"}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        print("request", flush=True)
+print("serving", flush=True)
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+def test_a_starting_server_says_how_long_and_what_it_logged(tmp_path):
+    """While the server starts, the build says it waits and shows the server's last log line."""
+    from npu_tutorials.server import VLLMServer, free_port
+
+    port = free_port()
+    notes, stream = [], io.StringIO()
+    srv = VLLMServer([sys.executable, "-u", "-c", FAKE_SERVER, str(port)], host="127.0.0.1", port=port,
+                     log_path=tmp_path / "s.log", on_wait=lambda s, line: notes.append((s, line)), every=1.0,
+                     stream=stream)
+    try:
+        srv.start()
+        assert srv.models() == ["m"]
+    finally:
+        srv.stop()
+    assert notes and notes[0][1] == "loading weights" and all(line in ("loading weights", "serving") for _, line in notes)
+    assert notes[0][0] >= 1.0
+    assert f"[server :{port}] loading weights" in stream.getvalue()  # TUTORIAL_VERBOSE streams the log

@@ -26,10 +26,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Callable, TextIO
 
 from .errors import TutorialError
 
@@ -97,7 +99,13 @@ class VLLMServer:
     """A running server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
     def __init__(self, argv: list[str], *, host: str, port: int, env: dict[str, str] | None = None,
-                 log_path: str | Path | None = None, startup_timeout: float = 900.0):
+                 log_path: str | Path | None = None, startup_timeout: float = 900.0,
+                 on_wait: Callable[[float, str], None] | None = None, every: float = 30.0,
+                 stream: TextIO | None = None):
+        """``on_wait(seconds, last_log_line)`` is called every ``every`` seconds while the server starts;
+        ``stream``: copy the server's log there as it grows (``TUTORIAL_VERBOSE=1``)."""
+        self.on_wait, self.every, self.stream = on_wait, every, stream
+        self._tee: threading.Thread | None = None
         self.argv = list(argv)
         self.host, self.port = host, port
         self.env = dict(env or {})
@@ -122,6 +130,9 @@ class VLLMServer:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, start_new_session=True, preexec_fn=_die_with_parent)
         _LIVE.add(self)
+        if self.stream is not None:
+            self._tee = threading.Thread(target=self._follow, daemon=True)
+            self._tee.start()
         try:
             self._wait_ready()
         except BaseException:
@@ -130,9 +141,31 @@ class VLLMServer:
         self.startup_s = time.monotonic() - t0
         return self
 
+    def _follow(self) -> None:
+        """Copy the log to ``stream`` as it grows, until the server stops."""
+        with open(self.log_path, "r", errors="replace") as f:
+            while True:
+                line = f.readline()
+                if line:
+                    self.stream.write(f"[server :{self.port}] {line}")
+                    self.stream.flush()
+                    continue
+                if self.proc is None or self.proc.poll() is not None:
+                    return
+                time.sleep(0.2)
+
+    def last_log_line(self) -> str:
+        lines = [line for line in tail(self.log_path, 5).splitlines() if line.strip()]
+        return lines[-1].strip()[:200] if lines else "(nothing logged yet)"
+
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout
+        t0 = time.monotonic()
+        deadline = t0 + self.startup_timeout
+        next_note = t0 + self.every
         while True:
+            if self.on_wait is not None and time.monotonic() >= next_note:
+                self.on_wait(time.monotonic() - t0, self.last_log_line())
+                next_note += self.every
             rc = self.proc.poll()
             if rc is not None:
                 raise TutorialError(f"the vLLM server exited with code {rc} before it was ready; "

@@ -116,8 +116,12 @@ class ServingSteps:
             self.build_changes = changes
             self.results.conditions.build_changes = list(changes)
         self.server_dtype = dtype
-        self.server = VLLMServer(argv, host=HOST, port=port, env={**self.run_env, **(env or {})},
-                                 log_path=self.artifacts / f"server-{dtype}{label}.log")
+        verbose = os.environ.get("TUTORIAL_VERBOSE", "") not in ("", "0")
+        self.server = VLLMServer(
+            argv, host=HOST, port=port, env={**self.run_env, **(env or {})},
+            log_path=self.artifacts / f"server-{dtype}{label}.log",
+            on_wait=lambda s, line: self.progress.say(f"  waiting for the server ({s:.0f} s): {line}"),
+            stream=self.progress.out if verbose else None)
         with self.step(step):
             self.server.start()
         return self.server
