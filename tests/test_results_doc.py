@@ -134,6 +134,23 @@ def test_a_ten_percent_throughput_drop_fails_the_gate():
     assert "2026-11-29T10:00:00+00:00 abc123" in line
 
 
+def test_a_drop_within_both_builds_spread_is_noise():
+    import copy
+
+    from npu_tutorials.schema import Stat
+
+    base, now = make_doc(), make_doc(throughput=90.0, built_at="2026-11-30T00:00:00+00:00")
+    base.results.benchmark.output_throughput = Stat.of([85.0, 100.0, 115.0])
+    now.results.benchmark.output_throughput = Stat.of([75.0, 90.0, 105.0])
+    g = gate(now, [base], CARD)
+    c = next(c for c in g.comparisons if c.key == "output_throughput")
+    assert c.beyond_limit and not c.regressed and g.passed
+    tight = copy.deepcopy(now)
+    tight.results.benchmark.output_throughput = Stat.of([89.0, 90.0, 91.0])
+    base.results.benchmark.output_throughput = Stat.of([99.0, 100.0, 101.0])
+    assert not gate(tight, [base], CARD).passed
+
+
 def test_noise_inside_the_thresholds_passes():
     g = gate(make_doc(throughput=97.0, ttft=55.0, tpot=21.0), [make_doc()], CARD)
     assert g.baseline is not None and g.passed, g.regressions

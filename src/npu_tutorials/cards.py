@@ -84,6 +84,8 @@ class BenchProfile(_Strict):
     output_len: int = Field(gt=0)
     request_rate: float | Literal["inf"] = "inf"
     max_concurrency: int | None = Field(default=None, gt=0)
+    # runs of the serving benchmark (each with its own prompts): throughput is their median
+    repeats: int = Field(default=3, gt=0)
 
 
 class Benchmark(_Strict):

@@ -2,7 +2,9 @@
 
 Defaults (a card's ``gates`` section may override each): throughput and the
 roofline fraction at least 0.95x the baseline; TTFT and TPOT at most 1.15x; an
-accuracy verdict that passed in the baseline must still pass.
+accuracy verdict that passed in the baseline must still pass.  A figure beyond
+its limit counts as a regression only when the two builds' interquartile ranges
+do not overlap: run-to-run noise on a shared 2-core machine is not a regression.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cards import Card
-from .headline import METRICS, Comparison, accuracy_verdict, headlines, same_conditions
+from .headline import METRICS, Comparison, accuracy_verdict, headline_stats, same_conditions
 from .schema import ResultsDoc
 
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
@@ -31,8 +33,9 @@ class GateResult:
         for c in self.comparisons:
             if c.regressed:
                 out.append(f"{self.model}: {c.label} regressed: {c.current:.4g} {c.unit} vs {c.baseline:.4g} "
-                           f"(ratio {c.ratio:.3f}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}); "
-                           f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {b.provenance.device}")
+                           f"(ratio {c.ratio:.3f}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}, "
+                           f"interquartile ranges apart); baseline {b.provenance.built_at} "
+                           f"{b.provenance.git_commit[:12]} on {b.provenance.device}")
         if self.accuracy and self.accuracy == ("PASS", "FAIL"):
             out.append(f"{self.model}: accuracy verdict regressed: PASS in the baseline "
                        f"({b.provenance.built_at} {b.provenance.git_commit[:12]}), FAIL now")
@@ -59,10 +62,11 @@ def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card) -> GateRes
     if base is None:
         return res
     limits = limits_for(card)
-    now, then = headlines(current), headlines(base)
+    now, then = headline_stats(current), headline_stats(base)
     for key, label, unit, better in METRICS:
-        if key in now and key in then and then[key]:
-            res.comparisons.append(Comparison(key, label, unit, now[key], then[key], now[key] / then[key],
-                                              limits[key], better))
+        if key in now and key in then and then[key].median:
+            a, b = now[key], then[key]
+            res.comparisons.append(Comparison(key, label, unit, a.median, b.median, a.median / b.median,
+                                              limits[key], better, a, b))
     res.accuracy = (accuracy_verdict(base), accuracy_verdict(current))
     return res

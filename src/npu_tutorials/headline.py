@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from .schema import ResultsDoc
+from .schema import ResultsDoc, Stat
 
 STALE_AFTER_DAYS = 90
 
@@ -40,6 +40,32 @@ def headlines(doc: ResultsDoc) -> dict[str, float]:
         out["median_tpot_ms"] = one.tpot_ms.median
     if r.efficiency and r.efficiency.fraction is not None:
         out["roofline_fraction"] = r.efficiency.fraction
+    return out
+
+
+def headline_stats(doc: ResultsDoc) -> dict[str, Stat]:
+    """The headline figures with their spread: throughput over repeated runs, TTFT and TPOT over
+    requests, the roofline fraction from the TPOT's quartiles (what the regression gate compares)."""
+    r, out = doc.results, {}
+    if r.benchmark:
+        b = r.benchmark
+        if b.output_throughput is not None:
+            out["output_throughput"] = b.output_throughput
+        elif "output_throughput" in b.summary:
+            out["output_throughput"] = Stat.of([b.summary["output_throughput"]])
+        if b.ttft_ms:
+            out["median_ttft_ms"] = Stat.of(b.ttft_ms)
+        if b.tpot_ms:
+            out["median_tpot_ms"] = Stat.of(b.tpot_ms)
+    elif r.concurrency_sweep:
+        out["output_throughput"] = r.concurrency_sweep[-1].output_throughput
+        out["median_ttft_ms"] = r.concurrency_sweep[0].ttft_ms
+        out["median_tpot_ms"] = r.concurrency_sweep[0].tpot_ms
+    e = r.efficiency
+    if e and e.fraction is not None:
+        t = e.tpot_ms
+        f = e.fraction * t.median  # fraction x TPOT is constant: bytes / bandwidth
+        out["roofline_fraction"] = Stat(median=e.fraction, q1=f / t.q3, q3=f / t.q1, min=f / t.max, max=f / t.min, n=t.n)
     return out
 
 
@@ -83,10 +109,25 @@ class Comparison:
     ratio: float
     limit: float
     better: str
+    current_stat: Stat | None = None
+    baseline_stat: Stat | None = None
+
+    @property
+    def beyond_limit(self) -> bool:
+        return self.ratio < self.limit if self.better == "higher" else self.ratio > self.limit
+
+    @property
+    def beyond_noise(self) -> bool:
+        """The two interquartile ranges do not overlap in the bad direction (True without spreads)."""
+        a, b = self.current_stat, self.baseline_stat
+        if a is None or b is None:
+            return True
+        return a.q3 < b.q1 if self.better == "higher" else a.q1 > b.q3
 
     @property
     def regressed(self) -> bool:
-        return self.ratio < self.limit if self.better == "higher" else self.ratio > self.limit
+        """Worse than the limit allows, and not within the run-to-run spread of both builds."""
+        return self.beyond_limit and self.beyond_noise
 
 
 def same_conditions(a: ResultsDoc, b: ResultsDoc) -> bool:

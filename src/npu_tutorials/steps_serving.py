@@ -174,17 +174,29 @@ class ServingSteps:
         return format_command(["vllm", "bench", "serve", *args])
 
     def benchmark(self) -> Benchmark:
-        """vLLM's own serving benchmark on the card's conditions for this profile."""
+        """vLLM's own serving benchmark on the card's conditions for this profile, ``repeats`` runs
+        (each with prompts of its own): every figure is the median over the runs."""
+        import statistics
+
+        from .schema import Stat
+
         srv = self._server_for("performance")
-        with self.step(f"vllm bench serve ({self.profile.num_prompts} requests)"):
-            res = bench.run_serving_benchmark(srv, self.profile, model=self.card.serve.served_model_name,
-                                              tokenizer=str(self.serve_path), out_dir=self.artifacts, name="bench",
-                                              worker=self.bench_worker)
-        d = res.data
-        out = Benchmark(name="bench", conditions=BenchConditions(**self.profile.model_dump()),
-                        command=self.bench_command(), summary=res.summary(),
-                        ttft_ms=[1000 * x for x in d.get("ttfts", [])], tpot_ms=res.per_request_tpot_ms(),
-                        itl_ms=[1000 * x for req in d.get("itls", []) for x in req])
+        p = self.profile
+        runs = []
+        with self.step(f"vllm bench serve ({p.repeats} runs of {p.num_prompts} requests)"):
+            for r in self.progress.iterate(range(p.repeats), "benchmark run"):
+                runs.append(bench.run_serving_benchmark(srv, p, model=self.card.serve.served_model_name,
+                                                        tokenizer=str(self.serve_path), out_dir=self.artifacts,
+                                                        name="bench" if r == 0 else f"bench-r{r}",
+                                                        worker=self.bench_worker))
+        keys = runs[0].summary().keys()
+        summary = {k: float(statistics.median(x.summary()[k] for x in runs)) for k in keys}
+        out = Benchmark(name="bench", conditions=BenchConditions(**p.model_dump(exclude={"repeats"})),
+                        command=self.bench_command(), summary=summary,
+                        ttft_ms=[1000 * t for x in runs for t in x.data.get("ttfts", [])],
+                        tpot_ms=[t for x in runs for t in x.per_request_tpot_ms()],
+                        itl_ms=[1000 * t for x in runs for req in x.data.get("itls", []) for t in req],
+                        repeats=len(runs), output_throughput=Stat.of([x.data["output_throughput"] for x in runs]))
         self.results.benchmark = out
-        self._publish(res.json_path, f"{self.card.key}-bench.json")
+        self._publish(runs[0].json_path, f"{self.card.key}-bench.json")
         return out

@@ -48,7 +48,8 @@ class CompareViews(BaseViews):
             return Table(["", ""], [["baseline", "none recorded for this machine, weights kind, profile and dtype"]],
                          caption="Regression gate", note="With no baseline the gate passes; make record stores one.")
         rows = [[c.label, _fmt_metric(c.key, c.current), _fmt_metric(c.key, c.baseline), f"{c.ratio:.3f}",
-                 f"{'>=' if c.better == 'higher' else '<='} {c.limit}", "FAIL" if c.regressed else "PASS"]
+                 f"{'>=' if c.better == 'higher' else '<='} {c.limit}",
+                 "FAIL" if c.regressed else ("PASS (within the run-to-run spread)" if c.beyond_limit else "PASS")]
                 for c in g.comparisons]
         if g.accuracy:
             base, now = g.accuracy
@@ -57,4 +58,5 @@ class CompareViews(BaseViews):
         b = g.baseline.provenance
         return Table(["metric", "this build", "baseline", "ratio", "limit", "gate"], rows,
                      caption=f"Regression gate against the recorded baseline ({b.built_at[:10]}, {b.git_commit[:12]})",
-                     note="make check GATE=1 fails with one line per FAIL row.")
+                     note="A figure beyond its limit fails only when the two builds' interquartile ranges do not "
+                          "overlap. make check GATE=1 fails with one line per FAIL row.")

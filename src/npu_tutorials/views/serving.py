@@ -144,7 +144,11 @@ class ServingViews(BaseViews):
             if key in b.summary:
                 rows.append([label, b.summary[key], unit] + ([reported.get(key)] if reported else []))
         c = b.conditions
-        notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}."]
+        if b.output_throughput is not None:
+            rows.append(["Output token throughput, every run", b.output_throughput.text(2), "tok/s"]
+                        + (["–"] if reported else []))
+        notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}; "
+                 f"each figure is the median over {b.repeats} runs of vllm bench serve (each with prompts of its own)."]
         if reported:
             notes.append(self.cite)
             if self.prov.profile != "full":
