@@ -102,3 +102,16 @@ def test_bad_mode(monkeypatch):
     monkeypatch.setenv("TUTORIAL_WEIGHTS", "fake")
     with pytest.raises(TutorialError, match="TUTORIAL_WEIGHTS='fake' is not one of auto, real, stand-in"):
         weights_mode()
+
+
+def test_a_model_without_a_modelscope_copy_says_what_to_do():
+    """palmyra-mini exists on Hugging Face only: `real` with no hub names the card's way out, in one line."""
+    from npu_tutorials.cards import load_card
+
+    card = load_card("palmyra-mini")
+    assert card.hub.modelscope is None and card.hub.note
+    with pytest.raises(TutorialError) as exc:
+        resolve_weights(card, "real", sources=NO_HUB)
+    msg = str(exc.value)
+    assert "\n" not in msg and "huggingface Writer/palmyra-mini" in msg and "modelscope" not in msg.split(":")[1]
+    assert "no ModelScope copy" in msg and "TUTORIAL_MODEL_PATH_PALMYRA_MINI" in msg and "HF_ENDPOINT" in msg

@@ -39,6 +39,8 @@ class HubRef(_Strict):
 class Hub(_Strict):
     modelscope: HubRef | None = None
     huggingface: HubRef | None = None
+    # Where a hub has no copy of the model: what to do instead (shown on the page and in errors).
+    note: str = ""
 
     @model_validator(mode="after")
     def _one_at_least(self) -> "Hub":

@@ -136,7 +136,7 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
                 problems.append(f"{name} {ref.id}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         raise TutorialError(
             f"TUTORIAL_WEIGHTS=real but no weights for {card.key}: {'; '.join(problems) or 'no hub id in the card'}; "
-            f"set {local_path_var(card)} to a local copy"
+            + (card.hub.note.strip() if card.hub.note else f"set {local_path_var(card)} to a local copy")
         )
     if not build_standin:
         return None

@@ -8,10 +8,6 @@ from .base import BaseViews
 
 
 class AccuracyViews(BaseViews):
-    def _method_note(self, key: str) -> str:
-        note = self.card.reported.method_notes.get(key)
-        return f" How the report's method differs: {note}" if note else ""
-
     def _same_arithmetic_note(self, dtype: str | None = None) -> str:
         """A comparison of two identical computations cannot differ: say so in words."""
         return (" The engine computed in float32 here, like the reference, so agreement this close "
@@ -60,7 +56,7 @@ class AccuracyViews(BaseViews):
                 ["KL divergence (nats)", s["kl_nats"], rep.get("kl_nats")]]
         return Table(["metric", f"this build ({self._label(a)}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows, caption="Summary beside the report's figures",
-                     note=self.cite + self._method_note("logits") + self._same_arithmetic_note(a.engine_dtype))
+                     note=self.cite + self.method_note("logits") + self._same_arithmetic_note(a.engine_dtype))
 
     # -- every position ----------------------------------------------------------------
     def consistency_verdict(self) -> Verdict:
@@ -94,7 +90,7 @@ class AccuracyViews(BaseViews):
                      caption=f"One forward pass over {c.num_tokens} tokens ({c.positions} positions)",
                      note=f"Compared as {c.compared_form}. The server does not expose hidden states, so this build "
                           "compares the logits (the last layer's hidden state times lm_head) instead. "
-                          + self.cite + self._method_note("consistency") + self._same_arithmetic_note(c.engine_dtype))
+                          + self.cite + self.method_note("consistency") + self._same_arithmetic_note(c.engine_dtype))
 
     # -- greedy text ---------------------------------------------------------------------
     def text_table(self) -> Table:
@@ -192,6 +188,7 @@ class AccuracyViews(BaseViews):
                       "are often closer than the engine's numerical error; where the gap at the divergence point is "
                       "below the error there, the flip is rounding, not a wrong kernel. After the first different "
                       "token the two continue from different texts.")
+        t.note += self.method_note("greedy")
         return t
 
     def greedy_verdict(self) -> Verdict | None:

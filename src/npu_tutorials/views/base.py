@@ -53,6 +53,11 @@ class BaseViews:
         return (f"Reported figures are cited from the original evaluation ({self.card.reported.source}, "
                 f"{self.card.reported.hardware}); they were not measured by this build.")
 
+    def method_note(self, key: str) -> str:
+        """How the report measured ``key`` differently from this page (the card's words), or ''."""
+        note = self.card.reported.method_notes.get(key)
+        return f" How the report's method differs: {note}" if note else ""
+
     @property
     def engine_label(self) -> str:
         return f"{self.backend} engine, {self.dtype}"

@@ -33,16 +33,12 @@ class PerformanceViews(BaseViews):
                 "median over every request of those runs. Speedup and efficiency use the medians.")
         if rep:
             note += (f" Reported ({self.card.reported.hardware}): {rep['speedup_16']}x at 16, "
-                     f"{rep['efficiency_16_pct']} % efficiency. " + self.cite + self._method("scaling"))
+                     f"{rep['efficiency_16_pct']} % efficiency. " + self.cite + self.method_note("scaling"))
         return Table(["concurrency", "output tok/s", "speedup vs 1", "efficiency", "TPOT (ms)", "TTFT (ms)"],
                      [[r.concurrency, r.output_throughput.text(2), f"{r.speedup:.2f}x", f"{100 * r.efficiency:.1f} %",
                        r.tpot_ms.text(), r.ttft_ms.text()] for r in rows],
                      caption=f"Throughput against concurrency: {last.speedup:.2f}x at {last.concurrency} "
                              f"({100 * last.efficiency:.1f} % efficiency)", note=note)
-
-    def _method(self, key: str) -> str:
-        note = self.card.reported.method_notes.get(key)
-        return f" How the report's method differs: {note}" if note else ""
 
     def sweep_plot(self):
         return plots.sweeps(self.need("input_length_sweep"), self.need("concurrency_sweep"),

@@ -79,6 +79,8 @@ class ServingViews(BaseViews):
                 ["weights source", " / ".join(f"{h}: {r.id}" for h, r in hubs if r)]]
         note = (f"Fields marked inferred are not in the model's published config: {', '.join(sorted(inferred))}."
                 if inferred else "")
+        if self.card.hub.note:
+            note = (note + " " + self.card.hub.note.strip()).strip()
         return Table(["property", "value"], rows, caption=self.card.name, note=note)
 
     def serving_checkpoint(self) -> Table:
@@ -150,7 +152,7 @@ class ServingViews(BaseViews):
         notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}; "
                  f"each figure is the median over {b.repeats} runs of vllm bench serve (each with prompts of its own)."]
         if reported:
-            notes.append(self.cite)
+            notes.append(self.cite + self.method_note("bench"))
             if self.prov.profile != "full":
                 notes.append("This build ran the quick profile, so its figures are not comparable with the report's.")
         return Table(cols, rows, caption=f"vllm bench serve, {self.prov.profile} profile, on {self.prov.device}",
