@@ -337,9 +337,15 @@ def costs_markdown() -> str:
 
 
 def fill_landing(app, docname: str, source: list[str]) -> None:
-    """Sphinx ``source-read``: put the generated matrices and costs where the pages mark them."""
+    """Sphinx ``source-read``: put the generated matrices, costs and methods figures where the pages
+    mark them."""
     if COSTS_MARK in source[0]:
         source[0] = source[0].replace(COSTS_MARK, costs_markdown())
+    if "<!-- negative-controls -->" in source[0] or "<!-- repeatability -->" in source[0]:
+        from .methods import negative_controls_markdown, repeatability_markdown
+
+        source[0] = (source[0].replace("<!-- negative-controls -->", negative_controls_markdown())
+                     .replace("<!-- repeatability -->", repeatability_markdown()))
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
         return
     banner, support, coverage = landing_markdown()
