@@ -217,3 +217,13 @@ def test_coverage_matrix_comes_from_the_cards():
     assert rows["last-position logits vs fp32"].endswith("| – | – | yes |")
     assert rows["greedy agreement"].endswith("| yes | – | – |")
     assert rows["GSM-style problems"].endswith("| – | yes | – |")
+
+
+def test_methods_page_renders_the_recorded_runs(tmp_path, monkeypatch):
+    from npu_tutorials import methods
+
+    nc = methods.negative_controls_markdown()
+    assert "| last-position logits (Qwen2.5-0.5B's verdict) | PASS |" in nc and "commit `" in nc
+    assert "| figure | run-to-run difference |" in methods.repeatability_markdown()
+    monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path))
+    assert methods.negative_controls_markdown().startswith("*No negative-control run is recorded")
