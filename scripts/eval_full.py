@@ -9,7 +9,6 @@ results JSON (same schema as _build/results/<model>.json).
 """
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -29,33 +28,47 @@ def main() -> int:
     from npu_tutorials.tutorial import Tutorial
 
     tut = Tutorial(a.model)
-    acc = tut.card.accuracy
+    card, acc = tut.card, tut.card.accuracy
     try:
         tut.prepare_weights()
         tut.prepare_serving_checkpoint()
         tut.start_server()
-        print(tut.benchmark().summary() if tut.card.sweeps is None else "sweeps follow", flush=True)
+        if card.sweeps is None:
+            tut.benchmark()
+            print(tut.show.bench_table(), flush=True)
         if acc.logits:
-            print(tut.logits_agreement().summary, flush=True)
+            tut.logits_agreement()
+            print(tut.show.logits_verdict(), flush=True)
         if acc.consistency:
-            print(tut.forward_consistency().to_dict(), flush=True)
+            tut.forward_consistency()
+            print(tut.show.consistency_verdict(), flush=True)
         if acc.qa:
-            tut.qa_scores(tut.text_consistency())
+            tut.text_consistency()
+            tut.qa_scores()
+            print(tut.show.text_verdict(), flush=True)
         if acc.gsm:
             tut.gsm()
         if acc.greedy:
-            print(tut.greedy_table(tut.greedy_agreement()), flush=True)
-        if tut.card.sweeps:
+            tut.greedy_agreement()
+            print(tut.show.greedy_verdict(), flush=True)
+        if card.sweeps:
             tut.input_length_sweep()
-            print(tut.efficiency(tut.concurrency_sweep()), flush=True)
-    finally:
-        tut.finish()
-    path = Path(os.environ.get("TUTORIAL_RESULTS_DIR", "_build/results")) / f"{tut.card.key}.json"
+            tut.concurrency_sweep()
+            tut.efficiency()
+            print(tut.show.efficiency_table(), flush=True)
+            if card.tuning:
+                tut.tuning()
+                print(tut.show.tuning_table(), flush=True)
+        path = tut.finish()
+    except BaseException:
+        tut.abandon("eval_full.py stopped before the end")
+        raise
     if a.out and path != a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
         path.replace(a.out)
         path = a.out
     print(f"results: {path}")
-    print(json.dumps(json.loads(path.read_text())["provenance"], indent=1))
+    print(tut.show.provenance())
     return 0
 
 

@@ -25,7 +25,7 @@ def main() -> int:
 
     from npu_tutorials.backend import detect_backend
     from npu_tutorials.cards import load_card
-    from npu_tutorials.commands import deploy_argv, format_command, serve_env, server_argv
+    from npu_tutorials.commands import build_env, deploy_argv, format_command, serve_env, server_argv
     from npu_tutorials.weights import resolve_weights
 
     card = load_card(a.model)
@@ -44,8 +44,8 @@ def main() -> int:
 
             port = choose_port()
             argv = server_argv(card, w.path, backend, host=HOST, port=port)
-            print(format_command(argv, serve_env(card, backend)), flush=True)
-            with VLLMServer(argv, host=HOST, port=port, env=serve_env(card, backend)) as srv:
+            print(format_command(argv, build_env(card, backend)), flush=True)
+            with VLLMServer(argv, host=HOST, port=port, env=build_env(card, backend)) as srv:
                 print(f"ready on {srv.base_url} (log: {srv.log_path}); Ctrl-C stops it", flush=True)
                 while srv.running:
                     time.sleep(1)

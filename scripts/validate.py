@@ -23,18 +23,18 @@ def main() -> int:
     from npu_tutorials.tutorial import Tutorial
 
     tut = Tutorial(a.model)
-    tut.prepare_weights()
-    tut.prepare_serving_checkpoint()
     try:
+        tut.prepare_weights()
+        tut.prepare_serving_checkpoint()
         srv = tut.start_server()
         f = tut.card.functional
-        r = srv.post("/v1/completions", {"model": tut.card.serve.served_model_name, "prompt": f.prompt,
-                                         "max_tokens": 16, "temperature": 0})
+        with tut.step("one request"):
+            r = srv.post("/v1/completions", {"model": tut.card.serve.served_model_name, "prompt": f.prompt,
+                                             "max_tokens": 16, "temperature": 0})
         print(f"backend {tut.backend}, {tut.weights.label()}")
         print(f"server ready in {srv.startup_s:.0f} s; {f.prompt!r} -> {r['choices'][0]['text']!r}")
     finally:
-        if tut.server:
-            tut.server.stop()
+        tut.stop()  # the server and everything else it started; no results document
     return 0
 
 

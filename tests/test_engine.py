@@ -11,7 +11,7 @@ pytest.importorskip("vllm")
 
 from conftest import tiny_server  # noqa: E402
 
-from npu_tutorials import accuracy, metrics, reference  # noqa: E402
+from npu_tutorials import metrics, reference  # noqa: E402
 from npu_tutorials.bench import headline, run_repeated, run_serving_benchmark  # noqa: E402
 from npu_tutorials.cards import BenchProfile  # noqa: E402
 from npu_tutorials.errors import TutorialError  # noqa: E402

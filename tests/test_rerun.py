@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from npu_tutorials import sphinx_hooks
 from npu_tutorials.site_check import NOT_EXECUTED_MARK, check

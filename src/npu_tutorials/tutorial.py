@@ -247,7 +247,8 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
             Path(dest).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, Path(dest) / name)
 
-    def _close(self, status: str, failure: str | None = None) -> Path:
+    def stop(self) -> None:
+        """Stop everything this tutorial started (server, bench worker, leases); write nothing."""
         if self in _ACTIVE:
             _ACTIVE.remove(self)
         if self.server is not None:
@@ -256,6 +257,9 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
             self._bench_worker.close()
         for lease in self._leases:
             lease.release()
+
+    def _close(self, status: str, failure: str | None = None) -> Path:
+        self.stop()
         p = self.doc.provenance
         p.status, p.failure = status, failure
         p.wall_time_s = round(time.monotonic() - self.t0, 1)
