@@ -192,8 +192,8 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
         return metrics.position_error(metrics.compare_logits(e, r))
 
     rows = []
-    for p, ids, e in zip(prompts, prompt_ids, eng):
-        r = reference.greedy(ref_path, ids, n, stop_ids)
+    refs = reference.greedy_batch(ref_path, prompt_ids, n, stop_ids)  # one batch: one pass per token for all
+    for p, ids, e, r in zip(prompts, prompt_ids, eng, refs):
         m = metrics.sequence_match(e, r)
         k = m["first_divergence"]
         margin = first = at_div = None

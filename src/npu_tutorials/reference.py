@@ -87,6 +87,28 @@ def greedy(path: str | Path, ids: list[int], n: int, stop_ids: list[int] | None 
     return out[0, len(ids):].tolist()
 
 
+def greedy_batch(path: str | Path, prompts: list[list[int]], n: int,
+                 stop_ids: list[int] | None = None) -> list[list[int]]:
+    """:func:`greedy` for several prompts in one left-padded batch (one pass over the weights per
+    token for all of them).  Each row is cut after its first token in ``stop_ids`` (kept)."""
+    import torch
+
+    _, model = load_reference(str(path))
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[0] * (width - len(p)) + list(p) for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    kw = {"eos_token_id": stop_ids} if stop_ids else {"min_new_tokens": n}
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=mask, max_new_tokens=n, do_sample=False, pad_token_id=0, **kw)
+    rows = []
+    for row in out[:, width:].tolist():
+        if stop_ids:
+            cut = next((i for i, t in enumerate(row) if t in stop_ids), None)
+            row = row if cut is None else row[:cut + 1]
+        rows.append(row)
+    return rows
+
+
 def chat_ids(path: str | Path, user: str) -> list[int]:
     """Token ids of a one-turn chat prompt through the checkpoint's own chat template."""
     tok, _ = load_reference(str(path))

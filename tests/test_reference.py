@@ -1,0 +1,18 @@
+"""The fp32 reference: batched greedy decoding gives each prompt's own unbatched continuation."""
+
+from npu_tutorials import reference
+
+PROMPTS = ["Hello, how are you?", "What is 2+2?", "The capital of France is",
+           "Explain the theory of relativity in simple terms:", "def quicksort(arr):\n"]
+
+
+def test_batched_greedy_equals_one_prompt_at_a_time(tiny):
+    ids = [reference.tokenize(tiny.path, p) for p in PROMPTS]
+    assert len({len(i) for i in ids}) > 1  # unequal lengths: the batch is left-padded
+    one = [reference.greedy(tiny.path, i, 12) for i in ids]
+    assert reference.greedy_batch(tiny.path, ids, 12) == one
+    k = next(k for k in range(1, 12) if one[0][k] not in one[0][:k])
+    stop = [one[0][k]]  # a stop token the first prompt meets first at step k + 1
+    cut = [reference.greedy(tiny.path, i, 12, stop) for i in ids]
+    assert len(cut[0]) == k + 1 and cut[0][-1] == stop[0]
+    assert reference.greedy_batch(tiny.path, ids, 12, stop) == cut
