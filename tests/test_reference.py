@@ -11,8 +11,8 @@ def test_batched_greedy_equals_one_prompt_at_a_time(tiny):
     assert len({len(i) for i in ids}) > 1  # unequal lengths: the batch is left-padded
     one = [reference.greedy(tiny.path, i, 12) for i in ids]
     assert reference.greedy_batch(tiny.path, ids, 12) == one
-    k = next(k for k in range(1, 12) if one[0][k] not in one[0][:k])
-    stop = [one[0][k]]  # a stop token the first prompt meets first at step k + 1
+    j, k = next((j, k) for j in range(len(one)) for k in range(1, 12) if one[j][k] not in one[j][:k])
+    stop = [one[j][k]]  # a stop token prompt j meets first at step k + 1
     cut = [reference.greedy(tiny.path, i, 12, stop) for i in ids]
-    assert len(cut[0]) == k + 1 and cut[0][-1] == stop[0]
+    assert len(cut[j]) == k + 1 and cut[j][-1] == stop[0]
     assert reference.greedy_batch(tiny.path, ids, 12, stop) == cut
