@@ -15,7 +15,7 @@ from npu_tutorials.cards import load_card
 from npu_tutorials.errors import TutorialError
 from npu_tutorials.gate import gate
 from npu_tutorials.landing import coverage_matrix, support_matrix
-from npu_tutorials.schema import schema_markdown
+from npu_tutorials.schema_doc import schema_markdown
 from npu_tutorials.views import Views
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,46 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from .schema_base import Stat, _Model
+from .schema_perf import (Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint,  # noqa: F401 (re-exported)
+                          Tuning, TuningRow)
 
 SCHEMA_VERSION = 2
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-# -- shared pieces -----------------------------------------------------------------------
-class Stat(_Model):
-    """A figure from several samples: median, spread (quartiles, range) and sample size."""
-
-    median: float
-    q1: float
-    q3: float
-    min: float
-    max: float
-    n: int = Field(ge=1)
-
-    @classmethod
-    def of(cls, values) -> "Stat":
-        import numpy as np
-
-        a = np.asarray([float(v) for v in values], dtype=float)
-        if a.size == 0:
-            raise ValueError("a statistic needs at least one sample")
-        q1, med, q3 = np.percentile(a, [25, 50, 75])
-        return cls(median=float(med), q1=float(q1), q3=float(q3), min=float(a.min()), max=float(a.max()), n=int(a.size))
-
-    @property
-    def rel_spread(self) -> float:
-        """Interquartile range over the median."""
-        return (self.q3 - self.q1) / self.median if self.median else float("nan")
-
-    def text(self, digits: int = 1, unit: str = "") -> str:
-        u = f" {unit}" if unit else ""
-        if self.n == 1:
-            return f"{self.median:.{digits}f}{u} (n=1)"
-        return f"{self.median:.{digits}f}{u} (IQR {self.q1:.{digits}f}–{self.q3:.{digits}f}, n={self.n})"
 
 
 class Device(_Model):
@@ -310,84 +277,6 @@ class TaskScore(_Model):
     meaningful_for_model_quality: bool
 
 
-class LengthPoint(_Model):
-    input_len: int
-    prefill_ms: Stat
-    tpot_ms: Stat
-    ttft_concurrent_ms: Stat
-    concurrent_requests: int
-
-
-class ConcurrencyPoint(_Model):
-    concurrency: int
-    output_throughput: Stat
-    tpot_ms: Stat
-    ttft_ms: Stat
-    speedup: float
-    efficiency: float
-
-
-class DecodeBytes(_Model):
-    """Bytes one decode step of one sequence reads."""
-
-    matrices: float
-    vectors: float = Field(0, description="biases and norms")
-    embedding_row: float = Field(description="one row of an untied input embedding")
-    lm_head: float = Field(description="the output projection (the tied table, in full, where tied)")
-    weights: float = 0
-    kv_cache: float = Field(description="the KV cache at context_len tokens")
-    total: float
-    context_len: float
-    dtype: str
-    tied: bool = False
-
-
-class Baseline(_Model):
-    """Plain transformers generate on the same conditions as the vLLM figure beside it."""
-
-    batch: int
-    input_len: int
-    output_len: int
-    dtype: str
-    device: str
-    output_tokens_per_s: Stat
-    vllm_output_tokens_per_s: Stat
-    speedup: float
-
-
-class Efficiency(_Model):
-    decode_bytes: DecodeBytes
-    tpot_ms: Stat
-    achieved_bytes_per_s: float
-    measured_bandwidth: float | None
-    bandwidth_method: str
-    nominal_bandwidth: float | None = None
-    nominal_source: str | None = None
-    fraction: float | None
-    baselines: list[Baseline] = []
-
-
-class TuningRow(_Model):
-    name: str
-    flags: list[str]
-    env: dict[str, str] = {}
-    startup_s: float
-    tpot_ms: Stat
-    throughput_c1: Stat
-    throughput_high: Stat | None = None
-    high_concurrency: int | None = None
-    fraction: float | None = None
-
-
-class Tuning(_Model):
-    rows: list[TuningRow]
-    best: str = ""
-    fixed_overhead_ms: float | None = Field(None, description="TPOT of a tiny model of the same architecture")
-    bandwidth_bound_ms: float | None = Field(None, description="bytes a decode step reads / measured bandwidth")
-    limit: str = ""
-    command: str = Field("", description="the copy-paste command of the best configuration")
-
-
 class Results(_Model):
     conditions: Conditions | None = None
     serving_checkpoint: ServingCheckpoint | None = None
@@ -420,49 +309,3 @@ class ResultsDoc(_Model):
 
     def dump(self) -> dict:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def schema_markdown() -> str:
-    """The results document's reference, generated from the models above (for the site)."""
-    import typing
-
-    def tname(ann) -> str:
-        origin = typing.get_origin(ann)
-        if origin is None:
-            return getattr(ann, "__name__", str(ann)).replace("NoneType", "null")
-        args = typing.get_args(ann)
-        if origin is typing.Literal:
-            return " \\| ".join(repr(a) for a in args)
-        if origin in (list,):
-            return f"list of {tname(args[0])}"
-        if origin in (dict,):
-            return f"map {tname(args[0])} → {tname(args[1])}"
-        return " \\| ".join(tname(a) for a in args)
-
-    seen, order = set(), []
-
-    def walk(model):
-        if model in seen:
-            return
-        seen.add(model)
-        order.append(model)
-        for f in model.model_fields.values():
-            for a in [f.annotation, *typing.get_args(f.annotation)] + [
-                    x for a in typing.get_args(f.annotation) for x in typing.get_args(a)]:
-                if isinstance(a, type) and issubclass(a, BaseModel):
-                    walk(a)
-
-    walk(ResultsDoc)
-    out = [f"Schema version {SCHEMA_VERSION}.  A type named in a row has its own table below.\n"]
-    for model in order:
-        out.append(f"### {model.__name__}\n")
-        doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        if doc and not doc.startswith("Usage docs"):
-            out.append(doc + "\n")
-        out.append("| field | type | required | description |\n|---|---|---|---|")
-        for name, f in model.model_fields.items():
-            shown = f.alias or name
-            out.append(f"| `{shown}` | {tname(f.annotation)} | {'yes' if f.is_required() else 'no'} | "
-                       f"{(f.description or '').replace('|', '/')} |")
-        out.append("")
-    return "\n".join(out)

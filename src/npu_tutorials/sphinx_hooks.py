@@ -108,7 +108,7 @@ def write_generated(srcdir: str | Path) -> list[Path]:
     it yourself" section: the copy-paste set in NPU / GPU / CPU tabs, :func:`npu_tutorials.deploy.deploy_rst`),
     ``_generated/runner_docker.md`` (the runner page's ``docker run`` line) and
     ``_generated/results_schema.md`` from the results document's models."""
-    from .schema import schema_markdown
+    from .schema_doc import schema_markdown
 
     gen = Path(srcdir) / "_generated"
     out = [_write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
