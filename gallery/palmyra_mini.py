@@ -87,7 +87,7 @@ show.length_table()
 # %%
 # Performance: throughput against concurrency
 # -------------------------------------------
-# Output throughput at 1, 2, 4, 8 and 16 concurrent requests, and the
+# Output throughput at each concurrency of this profile (1 to 16), and the
 # scaling efficiency throughput(n) / (n x throughput(1)).
 tut.concurrency_sweep()
 show.concurrency_table()

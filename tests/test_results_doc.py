@@ -31,6 +31,17 @@ def test_round_trip_validates_on_write_and_read(tmp_path):
     assert data["schema"] == 2 and data["provenance"]["machine"]["cpu_native_bf16"] is True
 
 
+def test_nulls_survive_the_round_trip(tmp_path):
+    from npu_tutorials.schema import TextAgreement, TextRow
+
+    doc = make_doc()
+    doc.results.greedy_agreement = TextAgreement(num_tokens=3, chat=False, rows=[TextRow(
+        prompt="p", engine_text="a", reference_text="a", engine_ids=[1, 2, 3], reference_ids=[1, 2, 3], exact=True,
+        first_divergence=None, char_similarity=1.0, match_rate=1.0)])
+    back = results.read_doc(results.write_doc(doc, tmp_path / "d.json"))
+    assert back.results.greedy_agreement.rows[0].first_divergence is None and back == doc
+
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.update(schema=1), "results schema 1, this code reads schema 2"),
     (lambda d: d["provenance"].update(status="done"), "provenance.status: Input should be"),

@@ -174,7 +174,7 @@ class Sweep(_Strict):
     sweep_output_len: int = Field(gt=1)
     requests_per_point: int = Field(gt=0)
     concurrency: list[int] = Field(min_length=1)
-    rounds: int = Field(default=2, gt=0)  # requests per run at a concurrency point = max(2, rounds) x concurrency
+    rounds: int = Field(default=2, gt=0)  # requests per run at a concurrency point = max(2, rounds x concurrency)
     repeats: int = Field(default=3, gt=0)  # runs per concurrency point: throughput is their median
     baseline_new_tokens: int = Field(gt=0)
 

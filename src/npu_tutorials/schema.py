@@ -308,4 +308,4 @@ class ResultsDoc(_Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def dump(self) -> dict:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return self.model_dump(mode="json", by_alias=True)

@@ -50,7 +50,7 @@ class PerformanceSteps:
         """(output throughput over repeated runs, TPOT and TTFT over their requests) at concurrency ``n``,
         on the card's base conditions for this profile."""
         sw, base = self.sweep, self.profile
-        runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds) * n, input_len=base.input_len,
+        runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds * n), input_len=base.input_len,
                                          output_len=base.output_len, max_concurrency=n), f"{name}{n}-r{r}")
                 for r in range(max(1, sw.repeats))]
         return (Stat.of([r.data["output_throughput"] for r in runs]),
@@ -58,7 +58,7 @@ class PerformanceSteps:
                 Stat.of([t for r in runs for t in _ms(r.data["ttfts"])]))
 
     def concurrency_sweep(self) -> list[ConcurrencyPoint]:
-        """Output throughput at each concurrency (``repeats`` runs of ``max(2, rounds)`` x concurrency requests)."""
+        """Output throughput at each concurrency (``repeats`` runs of ``rounds`` x concurrency requests, at least 2)."""
         reference.release()
         rows = []
         with self.step("concurrency sweep"):
@@ -103,7 +103,7 @@ class PerformanceSteps:
             with self.step(f"transformers baseline, batch {b} (the same prompts, lengths, dtype, device)"):
                 res = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(self.serve_path), b,
                                     base.input_len, base.output_len, device, self.dtype,
-                                    bench_seed=run_seed(run), bench_num_prompts=max(2, self.sweep.rounds) * b,
+                                    bench_seed=run_seed(run), bench_num_prompts=max(2, self.sweep.rounds * b),
                                     repeats=max(1, self.sweep.repeats), threads=self.threads,
                                     preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
                                     env={**os.environ, **self.device_env},
