@@ -19,7 +19,7 @@ faster vLLM is than plain transformers on the same device.
 from npu_tutorials.tutorial import Tutorial
 
 tut = Tutorial("palmyra-mini")
-show = tut.show  # every table and plot below is a view of tut.doc, the results document
+show = tut.show  # tables and plots: views of tut.doc
 show.environment()
 
 # %%

@@ -25,7 +25,7 @@ The same script runs on an NPU (vllm-ascend), a GPU (vllm) or a CPU
 from npu_tutorials.tutorial import Tutorial
 
 tut = Tutorial("qwen2.5-0.5b")
-show = tut.show  # every table and plot below is a view of tut.doc, the results document
+show = tut.show  # tables and plots: views of tut.doc
 show.environment()
 
 # %%

@@ -20,7 +20,7 @@ checks (GSM-style math and five Chinese questions).
 from npu_tutorials.tutorial import Tutorial
 
 tut = Tutorial("qwen-1_8b-chat")
-show = tut.show  # every table and plot below is a view of tut.doc, the results document
+show = tut.show  # tables and plots: views of tut.doc
 show.environment()
 
 # %%
