@@ -234,7 +234,7 @@ def test_methods_page_renders_the_recorded_runs(tmp_path, monkeypatch):
     from npu_tutorials import methods
 
     nc = methods.negative_controls_markdown()
-    assert "| last-position logits (Qwen2.5-0.5B's verdict) | PASS |" in nc and "commit `" in nc
+    assert "| last-position logits | nmse_pct_max 1, top1_pct_min 100 | PASS |" in nc and "commit `" in nc
     assert "| figure | run-to-run difference |" in methods.repeatability_markdown()
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path))
     assert methods.negative_controls_markdown().startswith("*No negative-control run is recorded")
