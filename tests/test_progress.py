@@ -120,3 +120,14 @@ def test_a_starting_server_says_how_long_and_what_it_logged(tmp_path):
     assert notes and notes[0][1] == "loading weights" and all(line in ("loading weights", "serving") for _, line in notes)
     assert notes[0][0] >= 1.0
     assert f"[server :{port}] loading weights" in stream.getvalue()  # TUTORIAL_VERBOSE streams the log
+
+
+def test_a_long_step_is_never_silent_for_longer_than_the_interval():
+    import time
+
+    out = io.StringIO()
+    p = Progress("m", stream=out, every=0.2)
+    with p.step("forward consistency"):
+        time.sleep(1.0)
+    beats = [line for line in out.getvalue().splitlines() if "... forward consistency:" in line]
+    assert len(beats) >= 2 and beats[0].startswith("[m]   ... forward consistency: 0.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from typing import Iterable, Iterator, TextIO, TypeVar
@@ -36,8 +37,9 @@ def fmt_s(seconds: float) -> str:
 class Progress:
     """Start and end lines for each step of one tutorial, and its cost table."""
 
-    def __init__(self, label: str, stream: TextIO | None = None):
+    def __init__(self, label: str, stream: TextIO | None = None, every: float = QUIET_S):
         self.label = label
+        self.every = every
         self.stream = stream
         self.costs: list[tuple[str, float, int]] = []  # (step, seconds, nesting depth)
         self._depth = 0
@@ -63,6 +65,14 @@ class Progress:
         pad = "  " * depth
         self.say(f"{pad}start {name}")
         self._depth += 1
+        stop = threading.Event()
+
+        def heartbeat():  # never silent for longer than QUIET_S while a step runs
+            while not stop.wait(self.every):
+                self.maybe_say(f"{pad}  ... {name}: {fmt_s(time.monotonic() - t)} so far", self.every)
+
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
         try:
             yield
         except BaseException as exc:
@@ -71,6 +81,7 @@ class Progress:
             raise
         finally:
             self._depth = depth
+            stop.set()
         dt = time.monotonic() - t
         self.costs.append((name, dt, depth))
         self.say(f"{pad}done  {name} ({fmt_s(dt)})")
