@@ -84,6 +84,14 @@ def test_record_stores_complete_runs_by_machine(tmp_path):
     assert results.recorded("qwen2.5-0.5b", tmp_path / "rec")[0] == make_doc()
 
 
+def test_an_unreadable_recording_is_left_out_with_one_line(tmp_path):
+    results.write_doc(make_doc(), tmp_path / "qwen2.5-0.5b" / "a.json")
+    (tmp_path / "qwen2.5-0.5b" / "b.json").write_text('{"schema": 1}')
+    errors = []
+    assert len(results.recorded("qwen2.5-0.5b", tmp_path, errors)) == 1
+    assert errors == [f"{tmp_path / 'qwen2.5-0.5b' / 'b.json'}: results schema 1, this code reads schema 2"]
+
+
 @pytest.mark.parametrize("doc, why", [(make_doc(status="failed"), "refusing to record a failed run"),
                                       (make_doc(commit="abc+dirty"), "uncommitted code")])
 def test_record_refuses_failed_and_uncommitted_runs(tmp_path, doc, why):

@@ -138,10 +138,19 @@ def this_build(model: str) -> ResultsDoc | None:
     return read_doc(path) if path.is_file() else None
 
 
-def recorded(model: str, directory: Path | None = None) -> list[ResultsDoc]:
-    """Documents recorded for ``model`` on other hardware, oldest first."""
+def recorded(model: str, directory: Path | None = None, errors: list[str] | None = None) -> list[ResultsDoc]:
+    """Documents recorded for ``model`` on other hardware, oldest first.
+
+    A file this code cannot read (another schema version, a broken edit) is left out, with one
+    line in ``errors`` (if given): an old recording never breaks a build."""
     d = Path(directory or recorded_dir()) / model
-    docs = [read_doc(p) for p in sorted(d.glob("*.json"))]
+    docs = []
+    for p in sorted(d.glob("*.json")):
+        try:
+            docs.append(read_doc(p))
+        except TutorialError as exc:
+            if errors is not None:
+                errors.append(str(exc))
     return sorted(docs, key=lambda doc: doc.provenance.built_at)
 
 

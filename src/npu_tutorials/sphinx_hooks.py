@@ -286,7 +286,9 @@ def landing_markdown(now=None) -> tuple[str, str, str]:
         except TutorialError as exc:
             this_build[card.key] = None
             notes.append(f"- {exc}")
-    rec = {c.key: recorded(c.key) for c in cards}
+    rec_errors: list[str] = []
+    rec = {c.key: recorded(c.key, errors=rec_errors) for c in cards}
+    notes += [f"- {e}" for e in rec_errors]
     pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
     table = support_matrix(cards, pages, this_build, rec, now)
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
