@@ -100,9 +100,10 @@ def _doc(repo: Path, key: str) -> dict:
 
 def test_two_shards_plus_assemble_equal_one_build(tmp_path):
     gallery = _fake_gallery(tmp_path / "gallery")
-    env = {**os.environ, "TUTORIAL_GALLERY_DIR": str(gallery), "TUTORIAL_RECORDED_DIR": str(tmp_path / "rec"),
-           "TUTORIAL_WEIGHTS": "stand-in", "PREFLIGHT": "true"}
-    env.pop("TUTORIAL_ONLY", None)
+    # a clean environment: nothing inherited from a surrounding `make test` (its build folder, above all)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUTORIAL_") and k not in ("MAKEFLAGS", "MFLAGS")}
+    env.update({"TUTORIAL_GALLERY_DIR": str(gallery), "TUTORIAL_RECORDED_DIR": str(tmp_path / "rec"),
+                "TUTORIAL_WEIGHTS": "stand-in", "PREFLIGHT": "true"})
     archives = tmp_path / "archives"
     archives.mkdir()
     for k in (1, 2):
