@@ -229,3 +229,15 @@ def test_the_cpu_set_works_pasted_in_order(key, tmp_path):
     t0 = time.monotonic()
     times = _run_cpu_set(card, standin, tmp_path)
     print(f"\n{key}: the CPU set took {time.monotonic() - t0:.0f} s; per step (s) {times}")
+
+
+def test_the_build_runs_the_copy_paste_offline_script_with_its_own_settings():
+    """One generator for the page's offline script and the one the build runs (which adds its dtype and mode)."""
+    card = load_card("qwen2.5-0.5b")
+    paste = deploy.offline_code(card, "cpu", "./Qwen2.5-0.5B")
+    built = deploy.offline_code(card, "cpu", "./Qwen2.5-0.5B", dtype="float32", eager=True)
+    assert "enforce_eager" not in paste and 'dtype="bfloat16"' in paste
+    assert built == paste.replace('dtype="bfloat16"', 'dtype="float32"').replace(
+        "max_model_len=8192,\n", "max_model_len=8192,\n        enforce_eager=True,\n")
+    out = "INFO engine ready\nHello, what is your name? -> ' I am a stand-in\\n'\n"
+    assert deploy.offline_output(card, out) == " I am a stand-in\n"

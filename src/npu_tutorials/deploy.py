@@ -96,10 +96,13 @@ def serve_argv(card: Card, backend: str, place: Place, **kw) -> list[str]:
     return C.deploy_argv(card, backend, port=place.port, model_dir=place.model_dir, **kw)
 
 
-def llm_kwargs(card: Card, backend: str, model: str) -> dict:
-    """``vllm.LLM`` keyword arguments equal to the serve flags (engine arguments by the same names)."""
+def llm_kwargs(card: Card, backend: str, model: str, *, dtype: str | None = None, eager: bool = False) -> dict:
+    """``vllm.LLM`` keyword arguments equal to the serve flags (engine arguments by the same names);
+    ``dtype`` and ``eager`` as a build changes them (the copy-paste script keeps the card's, in graph mode)."""
     s = card.serve
-    kw: dict = {"model": model, "dtype": s.dtype, "max_model_len": s.max_model_len}
+    kw: dict = {"model": model, "dtype": dtype or s.dtype, "max_model_len": s.max_model_len}
+    if eager:
+        kw["enforce_eager"] = True
     if s.tensor_parallel_size != 1:
         kw["tensor_parallel_size"] = s.tensor_parallel_size
     if s.max_num_seqs:
@@ -116,10 +119,11 @@ def _py(value) -> str:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
 
 
-def offline_code(card: Card, backend: str, model: str) -> str:
-    """The offline ``vllm.LLM`` script (graph mode, like the server)."""
+def offline_code(card: Card, backend: str, model: str, *, dtype: str | None = None, eager: bool = False) -> str:
+    """The offline ``vllm.LLM`` script (graph mode, like the server, unless ``eager``).  It prints
+    ``<prompt> -> <repr of the text>`` (:func:`offline_output` reads that back)."""
     f = card.functional
-    args = [f"{k}={_py(v)}" for k, v in llm_kwargs(card, backend, model).items()]
+    args = [f"{k}={_py(v)}" for k, v in llm_kwargs(card, backend, model, dtype=dtype, eager=eager).items()]
     if f.endpoint == "chat":
         call = [f"    messages = [{{\"role\": \"user\", \"content\": {_py(f.prompt)}}}]",
                 "    outputs = llm.chat(messages, sampling_params)"]
@@ -138,6 +142,17 @@ def offline_code(card: Card, backend: str, model: str) -> str:
         *call,
         f"    print({shown}, \"->\", repr(outputs[0].outputs[0].text))",
     ]) + "\n"
+
+
+def offline_output(card: Card, stdout: str) -> str:
+    """The generated text in what :func:`offline_code`'s script printed."""
+    import ast
+
+    for line in reversed(stdout.strip().splitlines()):
+        head = f"{card.functional.prompt} -> "
+        if line.startswith(head):
+            return ast.literal_eval(line[len(head):])
+    raise ValueError("the offline script printed no '<prompt> -> <text>' line")
 
 
 def request_body(card: Card) -> tuple[str, dict]:

@@ -38,6 +38,9 @@ SRC_DIR = str(Path(__file__).resolve().parents[1])  # the directory that holds t
 RESULT_ENV = "NPU_TUTORIALS_ISOLATED_RESULT"
 
 
+from .server import _group_alive  # noqa: E402  (one definition of "is that process group still there")
+
+
 class IsolatedError(TutorialError):
     """One line for the reader; ``stderr_tail`` keeps the child's last stderr lines."""
 
@@ -52,16 +55,6 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:

@@ -22,27 +22,13 @@ from .server import VLLMServer, tail
 class ServingSteps:
     # -- offline Python API ----------------------------------------------------------
     def offline_example_code(self, model: str | None = None) -> str:
-        """The report's vllm.LLM example for this build's weights (a runnable script)."""
-        s, f = self.card.serve, self.card.functional
+        """The report's vllm.LLM example for this build's weights and engine settings (a runnable script:
+        the copy-paste one of :func:`npu_tutorials.deploy.offline_code`, with this build's dtype and mode)."""
+        from .deploy import offline_code
+
         if self.serve_path is None:
             self.prepare_serving_checkpoint()
-        args = [f'model="{model or self.serve_path}"', f'dtype="{self.dtype}"', f"max_model_len={s.max_model_len}"]
-        if self._eager:
-            args.append("enforce_eager=True")
-        if self.backend != "cpu" and s.gpu_memory_utilization:
-            args.append(f"gpu_memory_utilization={s.gpu_memory_utilization}")
-        lines = [
-            "from vllm import LLM, SamplingParams",
-            "",
-            'if __name__ == "__main__":  # vLLM starts its engine in a spawned process',
-            "    llm = LLM(",
-            *[f"        {a}," for a in args],
-            "    )",
-            f"    sampling_params = SamplingParams(temperature={f.temperature}, max_tokens={f.max_tokens})",
-            f"    outputs = llm.generate([{f.prompt!r}], sampling_params)",
-            "    print(outputs[0].outputs[0].text)",
-        ]
-        return "\n".join(lines) + "\n"
+        return offline_code(self.card, self.backend, model or str(self.serve_path), dtype=self.dtype, eager=self._eager)
 
     def run_offline_example(self, timeout: float = 1200) -> OfflineExample:
         """Run :meth:`offline_example_code` as its own Python process (its engine is gone before the
@@ -59,8 +45,10 @@ class ServingSteps:
         log.write_text(proc.stderr)
         if proc.returncode != 0:
             raise TutorialError(f"the offline example failed (exit {proc.returncode}); last lines of {log}:\n{tail(log)}")
+        from .deploy import offline_output
+
         out = OfflineExample(code=self.offline_example_code("<weights>"), prompt=self.card.functional.prompt,
-                             text=proc.stdout.strip(), wall_s=round(time.monotonic() - t, 1))
+                             text=offline_output(self.card, proc.stdout), wall_s=round(time.monotonic() - t, 1))
         self.results.offline_example = out
         return out
 
