@@ -62,8 +62,10 @@ def raw_server(card, tiny, tmp_path_factory):
     srv.start()
     yield srv
     pgid = srv.proc.pid if srv.proc else None
+    rpc = srv._rpc_dir
     srv.stop()
     assert pgid is None or not _group_alive(pgid)
+    assert rpc is None or not Path(rpc).exists(), f"the engine's socket directory {rpc} was left behind"
 
 
 @pytest.fixture(scope="session")

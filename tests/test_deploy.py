@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -126,6 +128,10 @@ class Session:
         self.env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
         self.servers: list[subprocess.Popen] = []
         self.times: dict[str, float] = {}
+        # the pasted server's ZeroMQ socket files land here, not as loose /tmp/<uuid> files (see
+        # npu_tutorials.server.private_rpc_dir); a short path: a unix socket's name has a 107-byte limit
+        self.rpc = tempfile.mkdtemp(prefix="vllm-rpc-")
+        self.env["VLLM_RPC_BASE_PATH"] = self.rpc
 
     def _bash(self, text: str) -> list[str]:
         return ["bash", "-e", "-o", "pipefail", "-c", self.exports + text]
@@ -166,6 +172,7 @@ class Session:
             while _group_alive(p.pid) and time.monotonic() < deadline:  # reaped by init, not by us
                 time.sleep(0.2)
             assert not _group_alive(p.pid), "the server's process group outlived the test"
+        shutil.rmtree(self.rpc, ignore_errors=True)
 
 
 def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:

@@ -36,6 +36,19 @@ def test_server_answers(server, card):
     assert r["usage"]["prompt_tokens"] == 7 and r["usage"]["completion_tokens"] == 5
 
 
+def test_engine_sockets_live_in_a_private_directory(server):
+    """vLLM binds its ZeroMQ sockets under ``VLLM_RPC_BASE_PATH`` (the server's own directory, removed by
+    ``stop()``; conftest's ``raw_server`` asserts that), never as loose ``/tmp/<uuid>`` files."""
+    import os
+    from pathlib import Path
+
+    rpc = server._rpc_dir
+    if os.environ.get("VLLM_RPC_BASE_PATH"):
+        pytest.skip("the caller chose VLLM_RPC_BASE_PATH; the server leaves it alone")
+    assert rpc and Path(rpc).is_dir()
+    assert any(p.is_socket() for p in Path(rpc).iterdir()), f"no engine socket in {rpc}"
+
+
 def test_busy_port_is_refused_before_starting(server, card, tiny, tmp_path):
     srv = _server(card, tiny.path, server.port, tmp_path)
     with pytest.raises(TutorialError, match=rf"^port {server.port} on 127.0.0.1 is busy"):

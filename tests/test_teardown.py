@@ -12,7 +12,10 @@ What the build does in each case (the Unix convention):
 * SIGINT ignored by the caller (``nohup``, ``cmd &`` in a script, cron): the
   interrupt is ignored, as the caller asked; the build and its server keep running.
 * SIGTERM, either way: the server's group is stopped, exit 143.
-* SIGKILL of the parent, either way: ``PR_SET_PDEATHSIG`` takes the server down.
+* SIGKILL of the parent, either way: ``PR_SET_PDEATHSIG`` takes the server down; its socket
+  directory is swept by the next server start.
+
+In the first three cases the server's socket directory (``VLLM_RPC_BASE_PATH``) is gone too.
 """
 
 import os
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials.server import _group_alive
+from npu_tutorials.server import RPC_PREFIX, _group_alive, sweep_stale_rpc_dirs
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MARK = "sleep-standing-in-for-a-slow-server-start"
@@ -50,8 +53,10 @@ def _ignore_sigint():  # what a shell without job control does for `cmd &`
 
 def _start(disposition: str, tmp_path: Path) -> tuple[subprocess.Popen, int]:
     """Start the program; return it and the pid of its server (once the server has exec'd)."""
+    (tmp_path / "t").mkdir()  # the program's temp dir: where its server's socket directory goes
     p = subprocess.Popen([sys.executable, "-c", PROGRAM, disposition, str(tmp_path / "server.log")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path / "t")},
                          preexec_fn=_ignore_sigint if disposition == "ignored" else None)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -76,6 +81,10 @@ def _gone(pgid: int, timeout: float = 60) -> bool:
     return not _group_alive(pgid)
 
 
+def _socket_dirs(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "t").glob(f"{RPC_PREFIX}*"))
+
+
 def _cleanup(p: subprocess.Popen, child: int) -> None:
     for pid in (p.pid, child):
         try:
@@ -94,6 +103,7 @@ def test_sigint(disposition, tmp_path):
             rc = p.wait(timeout=120)
             assert rc != 0 and "KeyboardInterrupt" in p.stderr.read()
             assert _gone(child), "the server's process group outlived Ctrl-C"
+            assert _socket_dirs(tmp_path) == [], "the server's socket directory outlived Ctrl-C"
         else:
             # ignored by the caller, so ignored by the build: nothing stops, nothing is orphaned
             time.sleep(2)
@@ -113,6 +123,7 @@ def test_sigterm(disposition, tmp_path):
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=120) == 128 + signal.SIGTERM
         assert _gone(child), "the server's process group outlived SIGTERM"
+        assert _socket_dirs(tmp_path) == [], "the server's socket directory outlived SIGTERM"
     finally:
         _cleanup(p, child)
 
@@ -124,5 +135,9 @@ def test_killed_parent(disposition, tmp_path):
         p.kill()
         p.wait(timeout=60)
         assert _gone(child), "the server outlived its SIGKILLed parent (PR_SET_PDEATHSIG)"
+        # nothing of a SIGKILLed build can clean up: the next server start sweeps its socket directory
+        left = _socket_dirs(tmp_path)
+        assert len(left) == 1
+        assert sweep_stale_rpc_dirs(tmp_path / "t") == left and _socket_dirs(tmp_path) == []
     finally:
         _cleanup(p, child)

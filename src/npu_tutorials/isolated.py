@@ -24,6 +24,7 @@ import ctypes
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,7 +39,7 @@ SRC_DIR = str(Path(__file__).resolve().parents[1])  # the directory that holds t
 RESULT_ENV = "NPU_TUTORIALS_ISOLATED_RESULT"
 
 
-from .server import _group_alive  # noqa: E402  (one definition of "is that process group still there")
+from .server import _group_alive, private_rpc_dir  # noqa: E402  (one definition of each)
 
 
 class IsolatedError(TutorialError):
@@ -99,6 +100,16 @@ def run_group(argv: Sequence[str], *, timeout: float, env: dict[str, str] | None
     group) or cannot start.  A non-zero exit is returned, not raised: the caller decides.
     """
     what = what or Path(str(argv[0])).name
+    env = dict(os.environ if env is None else env)
+    rpc = private_rpc_dir(env)  # a vLLM engine in the group leaves its socket files there, not in /tmp
+    try:
+        return _run_group(argv, timeout=timeout, env=env, cwd=cwd, what=what)
+    finally:
+        if rpc:
+            shutil.rmtree(rpc, ignore_errors=True)
+
+
+def _run_group(argv, *, timeout, env, cwd, what) -> subprocess.CompletedProcess:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         try:
             proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,

@@ -5,7 +5,10 @@ process group of its own on 127.0.0.1, waits until ``/v1/models`` answers,
 stops early with the tail of the server log if the process dies, and always
 tears the whole group down: on ``stop()``, on leaving a ``with`` block, at
 interpreter exit, on SIGTERM, and (through ``PR_SET_PDEATHSIG``) when the
-parent is killed outright.
+parent is killed outright.  The engine's ZeroMQ socket files go into a private
+directory (``VLLM_RPC_BASE_PATH``, see :func:`private_rpc_dir`) that ``stop()``
+removes: vLLM would otherwise leave one ``/tmp/<uuid>`` socket file per channel
+behind after every run.
 
 A server that dies while a step uses it (the functional check, a benchmark, an
 accuracy request) is named as one :class:`TutorialError`: which step, the
@@ -25,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import shutil
 import tempfile
 import threading
 import time
@@ -88,6 +92,49 @@ def _install_hooks() -> None:
     _hooks_installed = True
 
 
+def private_rpc_dir(env: dict[str, str]) -> str | None:
+    """Point vLLM's ZeroMQ socket files at a fresh private directory, unless the caller chose one.
+
+    vLLM (``vllm/utils/network_utils.py``, ``get_open_zmq_ipc_path``) binds ``ipc://$VLLM_RPC_BASE_PATH/<uuid4>``
+    with ``VLLM_RPC_BASE_PATH`` defaulting to the temp dir, and never unlinks those files.  Sets the
+    variable in ``env`` and returns the directory to remove afterwards, or None when ``env`` (or this
+    process's environment) already names one: the caller's choice is the caller's to clean.
+    """
+    if env.get("VLLM_RPC_BASE_PATH") or os.environ.get("VLLM_RPC_BASE_PATH"):
+        return None
+    sweep_stale_rpc_dirs()
+    path = tempfile.mkdtemp(prefix=f"{RPC_PREFIX}{os.getpid()}-")
+    env["VLLM_RPC_BASE_PATH"] = path
+    return path
+
+
+RPC_PREFIX = "vllm-rpc-"
+
+
+def sweep_stale_rpc_dirs(base: str | Path | None = None) -> list[Path]:
+    """Remove the socket directories of builds that are gone (SIGKILLed: nothing of theirs could clean up).
+
+    A directory is named ``vllm-rpc-<pid of the process that made it>-<random>``; it is stale once
+    that process no longer exists (its servers died with it through ``PR_SET_PDEATHSIG``).
+    Returns what was removed."""
+    removed = []
+    for d in Path(base or tempfile.gettempdir()).glob(f"{RPC_PREFIX}*-*"):
+        try:
+            pid = int(d.name[len(RPC_PREFIX):].split("-", 1)[0])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # its maker still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 def tail(path: Path, lines: int = 25) -> str:
     try:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
@@ -115,6 +162,7 @@ class VLLMServer:
         self.startup_s: float | None = None
         self.died: str | None = None  # the dead-server message, once the server was found dead
         self._step_name_now: str | None = None
+        self._rpc_dir: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -125,10 +173,16 @@ class VLLMServer:
         _install_hooks()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.env}
+        self._rpc_dir = private_rpc_dir(env)
         t0 = time.monotonic()
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                             preexec_fn=_die_with_parent)
+        except BaseException:
+            self.stop()
+            raise
         _LIVE.add(self)
         if self.stream is not None:
             self._tee = threading.Thread(target=self._follow, daemon=True)
@@ -275,8 +329,16 @@ class VLLMServer:
         """Terminate the server's whole process group; escalate to SIGKILL after ``timeout``."""
         proc, self.proc = self.proc, None
         _LIVE.discard(self)
-        if proc is None:
-            return
+        try:
+            if proc is not None:
+                self._stop_group(proc, timeout)
+        finally:
+            rpc, self._rpc_dir = self._rpc_dir, None
+            if rpc:
+                shutil.rmtree(rpc, ignore_errors=True)
+
+    @staticmethod
+    def _stop_group(proc: subprocess.Popen, timeout: float) -> None:
         pgid = proc.pid
         for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
             try:
