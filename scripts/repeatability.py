@@ -44,6 +44,7 @@ def main() -> int:
     from npu_tutorials.results import git_commit, now_utc
     from npu_tutorials.server import VLLMServer, free_port
     from npu_tutorials.standin import ensure_standin, tiny_config
+    from npu_tutorials.tutorial import machine_of
 
     tiny = a.model == "tiny"
     card = load_card("qwen2.5-0.5b" if tiny else a.model)
@@ -121,6 +122,7 @@ def main() -> int:
         a.out.write_text(json.dumps({
             "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": backend, "dtype": dtype,
                            "device": f"{env.device_name} x {env.device_count}", "versions": env.versions,
+                           "machine_slug": machine_of(env).slug,  # what make check GATE=1 matches it by
                            "model": ("tiny stand-in of " if tiny else "") + card.key, "profile": a.profile,
                            "bandwidth_source": bw_source},
             "conditions": {"profile": prof.model_dump(), "repeats": a.repeats, "concurrency": conc,

@@ -195,11 +195,63 @@ def test_a_card_can_loosen_a_limit():
     assert gate(make_doc(throughput=90.0), [make_doc()], card).passed
 
 
+REPEATABILITY = ROOT / "results" / "methods" / "repeatability-qwen2.5-0.5b.json"
+
+
+def _noise_dir(tmp_path, **provenance):
+    """A recorded-results folder holding the repository's measured repeatability record, its provenance
+    changed as asked."""
+    rec = json.loads(REPEATABILITY.read_text())
+    rec["provenance"].update(provenance)
+    (tmp_path / "methods").mkdir(parents=True)
+    (tmp_path / "methods" / REPEATABILITY.name).write_text(json.dumps(rec))
+    return tmp_path
+
+
+def _tight(doc, throughput):
+    from npu_tutorials.schema import Stat
+
+    doc.results.benchmark.output_throughput = Stat.of([throughput * 0.99, throughput, throughput * 1.01])
+    return doc
+
+
+def test_measured_between_build_noise_widens_the_limits_and_a_real_regression_still_fails(tmp_path):
+    """Two builds of unchanged code on this machine type gave 116.4 and 106.0 tok/s with interquartile
+    ranges apart (the gate said FAIL on an unchanged build); the repeatability record widens the limit
+    to what two builds really differ by, and a baseline out of reach still fails."""
+    from npu_tutorials.gate import limits_for, measured_noise
+
+    base = _tight(make_doc(), 116.4)
+    now = _tight(make_doc(built_at="2026-11-30T00:00:00+00:00"), 106.0)
+    assert not gate(now, [base], CARD).passed  # the card's 0.95 alone: an unchanged build fails
+    noise = measured_noise(now, _noise_dir(tmp_path))
+    d = json.loads(REPEATABILITY.read_text())["relative_differences"]["bench output throughput (tok/s)"]
+    assert noise is not None and noise.differences["output_throughput"] == d
+    limit = limits_for(CARD, noise)["output_throughput"]
+    assert limit == round((1 - d / 2) / (1 + d / 2), 3) < 0.95
+    assert gate(now, [base], CARD, noise).passed
+    slow = _tight(make_doc(built_at="2026-11-30T00:00:00+00:00"), 116.4 * (limit - 0.05))
+    g = gate(slow, [base], CARD, noise)
+    assert len(g.regressions) == 1 and f">= {limit}" in g.regressions[0]
+
+
+def test_noise_of_another_machine_profile_or_dtype_is_not_applied(tmp_path):
+    from npu_tutorials.gate import measured_noise
+
+    now = make_doc()
+    assert measured_noise(now, _noise_dir(tmp_path / "a", profile="full")) is None
+    assert measured_noise(now, _noise_dir(tmp_path / "b", dtype="float32")) is None
+    assert measured_noise(now, _noise_dir(tmp_path / "c", backend="npu")) is None
+    assert measured_noise(now, _noise_dir(tmp_path / "d", machine_slug="cpu-other-4c-bf16")) is None
+    assert measured_noise(now, _noise_dir(tmp_path / "e", machine_slug=now.provenance.machine.slug)) is not None
+
+
 def test_make_check_gate_names_each_regression(tmp_path):
     """A recorded baseline better than this machine can reach: one line per regressed metric."""
     build, rec = tmp_path / "build", tmp_path / "rec"
     results.write_doc(make_doc(throughput=50.0, ttft=80.0), build / "results" / "qwen2.5-0.5b.json")
     results.write_doc(make_doc(built_at="2026-11-01T00:00:00+00:00"), rec / "qwen2.5-0.5b" / "cpu.json")
+    _noise_dir(rec)  # with this machine type's measured noise: still out of reach
     p = subprocess.run([sys.executable, "scripts/check_site.py", "--build-dir", str(build), "--gate"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "TUTORIAL_RECORDED_DIR": str(rec), "TUTORIAL_ONLY": "qwen2_5"})

@@ -81,7 +81,7 @@ def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str
 def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]:
     """``make check GATE=1``: (notes, regressions), one regression per line with both values and provenances."""
     from .cards import load_card
-    from .gate import gate
+    from .gate import gate, measured_noise
     from .results import recorded
 
     notes, regressions = [], []
@@ -91,7 +91,7 @@ def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]
             notes.append(f"{key}: no results in this build, nothing to compare")
             continue
         doc = read_doc(path)
-        g = gate(doc, recorded(key), load_card(key))
+        g = gate(doc, recorded(key), load_card(key), measured_noise(doc))
         if g.baseline is None:
             notes.append(f"{key}: no recorded baseline for {doc.provenance.machine.slug}, "
                          f"{doc.provenance.weights.kind if doc.provenance.weights else '?'} weights, "

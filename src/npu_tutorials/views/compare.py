@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..gate import gate
+from ..gate import gate, measured_noise
 from ..headline import METRICS, accuracy_verdict, headlines, staleness
 from ..schema import ResultsDoc
 from ..tables import Table, fmt
@@ -43,7 +43,7 @@ class CompareViews(BaseViews):
 
     def gate_table(self, recorded: list[ResultsDoc]) -> Table:
         """This build against the recorded baseline of the same conditions, as make check GATE=1 sees it."""
-        g = gate(self.doc, recorded, self.card)
+        g = gate(self.doc, recorded, self.card, measured_noise(self.doc))
         if g.baseline is None:
             return Table(["", ""], [["baseline", "none recorded for this machine, weights kind, profile and dtype"]],
                          caption="Regression gate", note="With no baseline the gate passes; make record stores one.")
@@ -58,5 +58,9 @@ class CompareViews(BaseViews):
         b = g.baseline.provenance
         return Table(["metric", "this build", "baseline", "ratio", "limit", "gate"], rows,
                      caption=f"Regression gate against the recorded baseline ({b.built_at[:10]}, {b.git_commit[:12]})",
-                     note="A figure beyond its limit fails only when the two builds' interquartile ranges do not "
+                     note=(f"Limits widened to the difference measured between two builds of the same code on "
+                           f"this kind of machine ({g.noise.source}). " if g.noise else
+                           "No between-build noise is recorded for this kind of machine (scripts/repeatability.py); "
+                           "the limits are the card's. ") +
+                          "A figure beyond its limit fails only when the two builds' interquartile ranges do not "
                           "overlap. make check GATE=1 fails with one line per FAIL row.")
