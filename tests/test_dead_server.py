@@ -66,3 +66,25 @@ def test_a_live_server_is_not_called_dead(fake):
         with fake.step("a step"):
             raise ValueError("unrelated")
     assert fake.models() == ["fake"] and fake.current_step is None
+
+
+def test_a_clean_exit_says_something_outside_stopped_it(tmp_path):
+    """vLLM's API server exits 0 when someone else sends it SIGTERM (seen with ``pkill -f
+    vllm.entrypoints.openai.api_server`` during a build); "died (exit code 0)" alone read like a bug."""
+    import signal as sig
+
+    port = free_port()
+    (tmp_path / "fake.py").write_text(FAKE.replace("os._exit(3)", "os._exit(0)").replace(
+        "print(\"fake server: listening\"", "import signal; signal.signal(signal.SIGTERM, lambda *a: os._exit(0))\n"
+        "print(\"fake server: listening\""))
+    srv = VLLMServer([sys.executable, str(tmp_path / "fake.py"), str(port)], host="127.0.0.1", port=port,
+                     log_path=tmp_path / "fake.log", startup_timeout=60)
+    srv.start()
+    try:
+        srv.proc.send_signal(sig.SIGTERM)
+        srv.proc.wait(timeout=30)
+        with pytest.raises(TutorialError, match=r"died during the benchmark \(exit code 0: it shut down cleanly, "
+                                                r"so something outside the build stopped it\)"):
+            srv.check_alive("the benchmark")
+    finally:
+        srv.stop()

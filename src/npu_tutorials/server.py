@@ -246,6 +246,8 @@ class VLLMServer:
                 return f"killed by signal {signal.Signals(-rc).name}"
             except ValueError:
                 return f"killed by signal {-rc}"
+        if rc == 0:  # vLLM's API server shuts down cleanly on SIGTERM/SIGINT and exits 0
+            return "exit code 0: it shut down cleanly, so something outside the build stopped it"
         return f"exit code {rc}"
 
     def check_alive(self, step: str, grace: float = 0.0) -> None:
