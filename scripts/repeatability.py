@@ -36,7 +36,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
 
-    from npu_tutorials import accuracy, bench, efficiency, stats, sweeps
+    from npu_tutorials import accuracy, bench, efficiency, isolated, stats, sweeps
     from npu_tutorials.backend import describe_environment, detect_backend, engine_dtype
     from npu_tutorials.cards import Sweep, load_card
     from npu_tutorials.commands import build_env, server_argv
@@ -82,11 +82,11 @@ def main() -> int:
         dec = efficiency.checkpoint_decode_bytes(path, dtype, efficiency.mean_decode_context(prof.input_len,
                                                                                              prof.output_len))
         roof = efficiency.roofline(dec["total"], one["summary"]["tpot_ms"]["median"], bw)
-        base = efficiency.run_in_subprocess({"path": str(path), "batch": 1, "input_len": prof.input_len,
-                                             "output_len": prof.output_len, "dtype": dtype, "device": backend,
-                                             "repeats": 3,  # the first prompt of the concurrency-1 run
-                                             "bench_seed": bench.run_seed("conc1" if a.repeats == 1 else "conc1-r0"),
-                                             "bench_num_prompts": max(sweep.rounds, a.min_requests)})
+        base = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(path), 1, prof.input_len,
+                             prof.output_len, backend, dtype, repeats=3,  # the first prompt of the conc-1 run
+                             bench_seed=bench.run_seed("conc1" if a.repeats == 1 else "conc1-r0"),
+                             bench_num_prompts=max(sweep.rounds, a.min_requests), timeout=3600,
+                             what="the transformers baseline")
         figures = {
             "bench output throughput (tok/s)": h["output_throughput"]["median"],
             "bench median TTFT (ms)": h["ttft_ms"]["median"],

@@ -114,9 +114,10 @@ def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(ti
     pytest.importorskip("vllm")
     from npu_tutorials.bench import random_prompt_ids
 
-    r = efficiency.run_in_subprocess({"path": str(tiny.path), "batch": 2, "input_len": 16, "output_len": 2,
-                                      "dtype": "float32", "repeats": 1, "bench_seed": 7, "bench_num_prompts": 4},
-                                     timeout=600)
+    from npu_tutorials import isolated
+
+    r = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(tiny.path), 2, 16, 2, "cpu", "float32",
+                      repeats=1, bench_seed=7, bench_num_prompts=4, timeout=600)
     assert r["conditions"]["input_lens"] == [16, 16] and "seed 7, 4 prompts" in r["conditions"]["prompt_source"]
     ids = random_prompt_ids(str(tiny.path), num_prompts=4, input_len=16, output_len=2, seed=7)
     assert [len(i) for i in ids] == [16] * 4
@@ -126,3 +127,18 @@ def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(ti
 
 def test_cpu_bandwidth_probe_is_positive():
     assert efficiency.probe_cpu_bandwidth(gib=0.05, repeats=2) > 1e8
+
+
+def test_baseline_points_share_one_model_load(tiny, monkeypatch):
+    """The page's batch-1 and batch-16 baselines run in one process with one model load."""
+    import transformers
+
+    loads = []
+    real = transformers.AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: loads.append(a[0]) or real(*a, **k))
+    rs = efficiency.hf_generate_throughput_points(
+        tiny.path, [dict(batch=1, input_len=5, output_len=2), dict(batch=2, input_len=5, output_len=2)],
+        dtype="float32", repeats=1)
+    assert len(loads) == 1
+    assert [(r["conditions"]["batch"], r["conditions"]["output_len"]) for r in rs] == [(1, 2), (2, 2)]

@@ -165,7 +165,7 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
     prompts before building the first); or ``batch`` seeded random sequences of ``input_len`` ids.
     Every row generates exactly ``output_len`` tokens (greedy, EOS ignored, like ``--ignore-eos``),
     ``repeats`` times after one warm-up run of the same shapes.  Arguments and result are JSON-able
-    (run it in a process of its own with :func:`run_in_subprocess`).
+    (run it in a process of its own with :func:`npu_tutorials.isolated.call`).
 
     Returns ``{"conditions": {"batch", "input_len", "input_lens", "output_len", "dtype", "device",
     "prompt_source", "prompt_sha256", "repeats", "torch_threads", "torch", "transformers"},
@@ -174,19 +174,47 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
     "output_tokens_per_s": median, "batch", "input_len", "new_tokens"}`` (the last three for
     callers of the old result).
     """
+    return hf_generate_throughput_points(path, [dict(batch=batch, input_len=input_len, output_len=output_len,
+                                                     prompt_ids=prompt_ids, bench_seed=bench_seed,
+                                                     bench_num_prompts=bench_num_prompts)],
+                                         device, dtype, repeats=repeats, seed=seed, threads=threads)[0]
+
+
+def hf_generate_throughput_points(path: str | Path, points: list[dict], device: str = "cpu", dtype: str = "bfloat16",
+                                  *, repeats: int = 3, seed: int = 0, threads: int | None = None) -> list[dict]:
+    """:func:`hf_generate_throughput` for several conditions with one model load: ``points`` holds
+    each call's ``batch``, ``input_len``, ``output_len``, ``prompt_ids``, ``bench_seed``,
+    ``bench_num_prompts``; one result per point, in order."""
     import torch
-    import transformers
     from transformers import AutoModelForCausalLM
 
-    from . import stats
     from .reference import quiet_transformers
 
-    if output_len is None or output_len < 1:
-        raise ValueError("output_len (tokens generated per row) is required")
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     if threads:
         torch.set_num_threads(int(threads))
+    prompts = [_baseline_rows(path, seed=seed, **pt) for pt in points]  # all checked before the load
+    if device.startswith("npu"):
+        import torch_npu  # noqa: F401
+
+    quiet_transformers()
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
+    try:
+        return [_measure_generate(model, rows, source, pt["output_len"], device, dtype, repeats)
+                for pt, (rows, source) in zip(points, prompts)]
+    finally:
+        del model
+
+
+def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len: int | None = None,
+                   prompt_ids: list[list[int]] | None = None, bench_seed: int | None = None,
+                   bench_num_prompts: int | None = None, seed: int = 0) -> tuple[list[list[int]], str]:
+    """The prompt rows of one baseline point and where they came from (see :func:`hf_generate_throughput`)."""
+    import torch
+
+    if output_len is None or output_len < 1:
+        raise ValueError("output_len (tokens generated per row) is required")
     if prompt_ids is not None:
         rows = [list(map(int, r)) for r in prompt_ids]
         source = "given token ids"
@@ -206,11 +234,18 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
         raise ValueError("give prompt_ids, or input_len (with bench_seed for the benchmark's own prompts)")
     if len(rows) != batch or not all(rows):
         raise ValueError(f"need {batch} non-empty prompt rows, got {len(rows)}")
-    if device.startswith("npu"):
-        import torch_npu  # noqa: F401
+    return rows, source
 
-    quiet_transformers()
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
+
+def _measure_generate(model, rows: list[list[int]], source: str, output_len: int, device: str, dtype: str,
+                      repeats: int) -> dict:
+    """Time ``generate`` on ``rows`` (left-padded), ``repeats`` times after one warm-up of the same shapes."""
+    import torch
+    import transformers
+
+    from . import stats
+
+    batch = len(rows)
     width = max(len(r) for r in rows)
     pad = 0
     ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
@@ -218,19 +253,16 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
     kw = dict(max_new_tokens=output_len, min_new_tokens=output_len, do_sample=False, pad_token_id=pad,
               eos_token_id=None, attention_mask=mask)
     seconds = []
-    try:
-        with torch.inference_mode():
-            model.generate(ids, **kw)  # warm-up, same shapes
-            for _ in range(repeats):
-                _sync(device)
-                t = time.perf_counter()
-                out = model.generate(ids, **kw)
-                _sync(device)
-                seconds.append(time.perf_counter() - t)
-                if out.shape[1] - width != output_len:
-                    raise RuntimeError(f"generate made {out.shape[1] - width} tokens, not {output_len}")
-    finally:
-        del model
+    with torch.inference_mode():
+        model.generate(ids, **kw)  # warm-up, same shapes
+        for _ in range(repeats):
+            _sync(device)
+            t = time.perf_counter()
+            out = model.generate(ids, **kw)
+            _sync(device)
+            seconds.append(time.perf_counter() - t)
+            if out.shape[1] - width != output_len:
+                raise RuntimeError(f"generate made {out.shape[1] - width} tokens, not {output_len}")
     tps = [batch * output_len / s for s in seconds]
     summ = stats.summarize(tps)
     in_lens = [len(r) for r in rows]
@@ -252,34 +284,7 @@ def prompt_sha256(rows: list[list[int]]) -> str:
     return hashlib.sha256(json.dumps([list(map(int, r)) for r in rows]).encode()).hexdigest()
 
 
-def run_in_subprocess(kwargs: dict, timeout: float = 3600, env: dict | None = None) -> dict:
-    """:func:`hf_generate_throughput` (``kwargs`` JSON-able) in a fresh Python process; its result.
-
-    Keeps the baseline's model, threads and device context out of the calling process."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    from .errors import TutorialError
-
-    proc = subprocess.run([sys.executable, "-m", "npu_tutorials.efficiency"], input=json.dumps(kwargs),
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        raise TutorialError(f"the transformers baseline failed (exit {proc.returncode}):\n"
-                            + "\n".join(proc.stderr.splitlines()[-15:]))
-    return json.loads(lines[-1])
-
-
 def scaling(throughputs: dict[int, float]) -> dict[int, dict]:
     """Speedup and efficiency relative to concurrency 1: thr(n) / (n * thr(1))."""
     base = throughputs[1]
     return {n: {"speedup": t / base, "efficiency": t / (n * base)} for n, t in throughputs.items()}
-
-
-if __name__ == "__main__":  # python -m npu_tutorials.efficiency < kwargs.json  ->  one JSON line
-    import json
-    import sys
-
-    print(json.dumps(hf_generate_throughput(**json.loads(sys.stdin.read()))))

@@ -94,22 +94,24 @@ class PerformanceSteps:
         decode = DecodeBytes(**{k: d[k] for k in DecodeBytes.model_fields})
         achieved = decode.total / (one.tpot_ms.median / 1000.0)
         reference.release()  # the baseline loads the model again; do not hold two copies
-        baselines = []
         device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
         top = max(r.concurrency for r in conc)
-        for point in (one, next(r for r in conc if r.concurrency == top)):
-            b = point.concurrency
-            run = f"conc{b}-r0"  # the prompts the first vLLM run at this concurrency sent, the first b of them
-            with self.step(f"transformers baseline, batch {b} (the same prompts, lengths, dtype, device)"):
-                res = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(self.serve_path), b,
-                                    base.input_len, base.output_len, device, self.dtype,
-                                    bench_seed=run_seed(run), bench_num_prompts=max(2, self.sweep.rounds * b),
-                                    repeats=max(1, self.sweep.repeats), threads=self.threads,
-                                    preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
-                                    env={**os.environ, **self.device_env},
-                                    what=f"the transformers baseline (batch {b})")
-            thr = Stat.of(res["output_tokens_per_s_runs"])
-            baselines.append(Baseline(batch=b, input_len=base.input_len, output_len=base.output_len,
+        points = [one, next(r for r in conc if r.concurrency == top)]
+        # the prompts the first vLLM run at each concurrency sent, the first b of them; one model load for all
+        spec = [dict(batch=p.concurrency, input_len=base.input_len, output_len=base.output_len,
+                     bench_seed=run_seed(f"conc{p.concurrency}-r0"),
+                     bench_num_prompts=max(2, self.sweep.rounds * p.concurrency)) for p in points]
+        sizes = " and ".join(str(p.concurrency) for p in points)
+        with self.step(f"transformers baseline, batch {sizes} (the same prompts, lengths, dtype, device)"):
+            res = isolated.call("npu_tutorials.efficiency:hf_generate_throughput_points", str(self.serve_path),
+                                spec, device, self.dtype, repeats=max(1, self.sweep.repeats), threads=self.threads,
+                                preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
+                                env={**os.environ, **self.device_env},
+                                what=f"the transformers baseline (batch {sizes})")
+        baselines = []
+        for point, r in zip(points, res):
+            thr = Stat.of(r["output_tokens_per_s_runs"])
+            baselines.append(Baseline(batch=point.concurrency, input_len=base.input_len, output_len=base.output_len,
                                       dtype=self.dtype, device=device, output_tokens_per_s=thr,
                                       vllm_output_tokens_per_s=point.output_throughput,
                                       speedup=point.output_throughput.median / thr.median))
