@@ -31,10 +31,6 @@ class Stat(_Model):
         return cls(median=float(med), q1=float(q1), q3=float(q3), min=float(a.min()), max=float(a.max()), n=int(a.size))
 
     @property
-    def rel_spread(self) -> float:
-        """Interquartile range over the median."""
-        return (self.q3 - self.q1) / self.median if self.median else float("nan")
-
     def text(self, digits: int = 1, unit: str = "") -> str:
         u = f" {unit}" if unit else ""
         if self.n == 1:

@@ -12,7 +12,6 @@ results recorded on other hardware where there are some).
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
@@ -130,5 +129,3 @@ def build_hardware(backend: str, env=None) -> Hardware:
     return Hardware(backend, count, min(mems) if mems else None, d.get("memory_gib"))
 
 
-def env_shard() -> str | None:
-    return os.environ.get("TUTORIAL_SHARD") or None

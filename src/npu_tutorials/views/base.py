@@ -59,9 +59,6 @@ class BaseViews:
         return f" How the report's method differs: {note}" if note else ""
 
     @property
-    def engine_label(self) -> str:
-        return f"{self.backend} engine, {self.dtype}"
-
     def verdict(self, checks: list[Check], caveat: str = "") -> Verdict:
         return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks], caveat)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import plots
-from ..tables import Table, fmt
+from ..tables import Table
 from .base import BaseViews
 
 GB = 1e9
@@ -110,5 +110,3 @@ class PerformanceViews(BaseViews):
     def tuned_command(self) -> str:
         return self.need("tuning").command
 
-    def fmt_bytes(self, n: float) -> str:
-        return fmt(n / GB) + " GB"
