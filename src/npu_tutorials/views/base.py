@@ -58,7 +58,6 @@ class BaseViews:
         note = self.card.reported.method_notes.get(key)
         return f" How the report's method differs: {note}" if note else ""
 
-    @property
     def verdict(self, checks: list[Check], caveat: str = "") -> Verdict:
         return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks], caveat)
 
