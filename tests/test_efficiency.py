@@ -142,3 +142,18 @@ def test_baseline_points_share_one_model_load(tiny, monkeypatch):
         dtype="float32", repeats=1)
     assert len(loads) == 1
     assert [(r["conditions"]["batch"], r["conditions"]["output_len"]) for r in rs] == [(1, 2), (2, 2)]
+
+
+def test_the_limit_names_the_largest_part_of_a_token_even_the_unexplained_one():
+    from npu_tutorials.schema import Stat, Tuning, TuningRow
+    from npu_tutorials.steps_tuning import TuningSteps
+
+    def limit(tpot, bandwidth_ms, overhead_ms):
+        row = TuningRow(name="graph mode", flags=[], startup_s=1.0, tpot_ms=Stat.of([tpot]),
+                        throughput_c1=Stat.of([1.0]))
+        return TuningSteps._limit_text(None, row, Tuning(rows=[row], fixed_overhead_ms=overhead_ms,
+                                                          bandwidth_bound_ms=bandwidth_ms))
+
+    assert "The memory bandwidth dominates" in limit(121.2, 65.7, 5.3)  # this machine's palmyra-mini build
+    assert "The fixed overhead dominates" in limit(30.0, 10.0, 15.0)
+    assert "The time not explained by either dominates" in limit(150.0, 40.0, 5.0)

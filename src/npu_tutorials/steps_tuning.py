@@ -114,7 +114,8 @@ class TuningSteps:
             return ""
         tpot = best.tpot_ms.median
         other = tpot - t.bandwidth_bound_ms - t.fixed_overhead_ms
-        dominant = "the memory bandwidth" if t.bandwidth_bound_ms >= t.fixed_overhead_ms else "the fixed overhead"
+        dominant = max([(t.bandwidth_bound_ms, "the memory bandwidth"), (t.fixed_overhead_ms, "the fixed overhead"),
+                        (other, "the time not explained by either")])[1]  # the largest of the three parts
         return (f"Per token in '{best.name}': {tpot:.1f} ms = {t.bandwidth_bound_ms:.1f} ms bandwidth-bound "
                 f"(bytes read / measured bandwidth) + {t.fixed_overhead_ms:.1f} ms fixed overhead (the tiny "
                 f"model's TPOT: scheduling, sampling, kernel launches) + {other:.1f} ms not explained by either "
