@@ -27,3 +27,10 @@ def test_relative_difference_and_iqr():
     assert stats.relative_difference(110, 90) == pytest.approx(0.2)
     assert stats.relative_difference(0, 0) == 0.0
     assert stats.relative_iqr(stats.summarize([1, 2, 3, 4, 5])) == pytest.approx(2 / 3)
+
+
+def test_a_stat_reads_as_median_spread_and_sample_size():
+    from npu_tutorials.schema import Stat
+
+    assert Stat.of([1.0, 2.0, 3.0]).text(2, "ms") == "2.00 ms (IQR 1.50–2.50, n=3)"
+    assert Stat.of([4.0]).text() == "4.0 (n=1)"

@@ -30,7 +30,6 @@ class Stat(_Model):
         q1, med, q3 = np.percentile(a, [25, 50, 75])
         return cls(median=float(med), q1=float(q1), q3=float(q3), min=float(a.min()), max=float(a.max()), n=int(a.size))
 
-    @property
     def text(self, digits: int = 1, unit: str = "") -> str:
         u = f" {unit}" if unit else ""
         if self.n == 1:
