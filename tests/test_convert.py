@@ -38,7 +38,7 @@ def test_standin_has_the_original_layout(qwen_tiny):
 def test_converted_config(converted):
     cfg = json.loads((converted / "config.json").read_text())
     assert cfg["architectures"] == ["Qwen2ForCausalLM"]
-    assert cfg["num_key_value_heads"] == cfg["num_attention_heads"] == 2
+    assert cfg["num_key_value_heads"] == cfg["num_attention_heads"] == 4
     assert cfg["intermediate_size"] == 256 and cfg["rope_theta"] == 10000.0 and not cfg["tie_word_embeddings"]
 
 
@@ -124,7 +124,7 @@ def _copy(src, tmp_path):
     (lambda d: (d / "qwen.tiktoken").unlink(), "no qwen.tiktoken"),
     (lambda d: (d / "model.safetensors").unlink(), "no *.safetensors"),
     (lambda d: _edit(d, num_hidden_layers=3), "tensors missing"),
-    (lambda d: _edit(d, hidden_size=256), "has shape"),
+    (lambda d: _edit(d, hidden_size=512), "has shape"),
 ])
 def test_refuses_what_it_does_not_understand(qwen_tiny, tmp_path, breakage, message):
     src = _copy(qwen_tiny.path, tmp_path)

@@ -3,11 +3,12 @@ import json
 import pytest
 
 from npu_tutorials.errors import TutorialError
-from npu_tutorials.standin import ensure_standin, qwen2_parameters, tiny_config
+from npu_tutorials.layouts import qwen2_parameters
+from npu_tutorials.standin import ensure_standin, tiny_config
 
 
 def test_tiny_standin_is_reproducible(card, tmp_path):
-    cfg = tiny_config(card.config, layers=1, hidden=64, heads=1, kv_heads=1, intermediate=64)
+    cfg = tiny_config(card.config, layers=1)
     a = ensure_standin(card, config=cfg, cache_dir=tmp_path / "a")
     b = ensure_standin(card, config=cfg, cache_dir=tmp_path / "b")
     assert a.sha256 == b.sha256 and a.path.name == b.path.name

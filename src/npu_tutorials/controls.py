@@ -39,15 +39,36 @@ def down_proj_name(config: dict, layer: int = 0) -> str:
     return f"model.layers.{layer}.mlp.down_proj.weight"
 
 
-def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: str | None = None,
-                       layer: int = 0, seed: int = 0) -> dict:
-    """Copy the checkpoint folder ``src`` to ``dst`` with one tensor perturbed:
-    ``w + rel * rms(w) * N(0, 1)`` (noise from ``torch.Generator().manual_seed(seed)``), saved in
-    the tensor's own dtype.  ``tensor`` defaults to :func:`down_proj_name` of ``layer``.
+# Tensor families, by name in either layout (Qwen2's and first-generation QWen's).
+FAMILIES = {
+    "embedding/head": r"(embed_tokens|wte|lm_head)\.weight$",
+    "attention": r"\.(self_attn|attn)\.",
+    "mlp": r"\.mlp\.",
+    "norms": r"(layernorm|\.ln_\d|ln_f|model\.norm)\.weight$",
+}
 
-    Returns (and writes to ``dst/PERTURBED.json``) ``{"source", "tensor", "rel", "realized_rel",
-    "seed", "dtype", "rms", "shape"}``; ``realized_rel`` is rms(new - old) / rms(old) after the cast
-    back to the tensor's dtype (bf16 rounds small perturbations partly away).
+
+def family_tensors(names, family: str) -> list[str]:
+    """The tensors of ``family`` (a key of :data:`FAMILIES`) among ``names``, sorted."""
+    import re
+
+    if family not in FAMILIES:
+        raise TutorialError(f"unknown tensor family {family!r}; known: {', '.join(FAMILIES)}")
+    return sorted(n for n in names if re.search(FAMILIES[family], n))
+
+
+def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: str | None = None,
+                       family: str | None = None, layer: int = 0, seed: int = 0) -> dict:
+    """Copy the checkpoint folder ``src`` to ``dst`` with tensors perturbed: each becomes
+    ``w + rel * rms(w) * N(0, 1)`` (noise from one ``torch.Generator().manual_seed(seed)``, tensors
+    in name order), saved in the tensor's own dtype.  ``family`` perturbs every tensor of that family
+    (:data:`FAMILIES`) in every layer; otherwise ``tensor``, which defaults to :func:`down_proj_name`
+    of ``layer``.
+
+    Returns (and writes to ``dst/PERTURBED.json``) ``{"source", "family", "tensors", "tensor", "rel",
+    "realized_rel", "seed", "dtype", "rms", "shape"}``; ``realized_rel`` is rms(new - old) / rms(old)
+    after the cast back to the tensor's dtype, pooled over the perturbed tensors (bf16 rounds small
+    perturbations partly away); ``tensor``, ``rms`` and ``shape`` describe the first one.
     """
     import torch
     from safetensors import safe_open
@@ -57,36 +78,46 @@ def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: 
     if rel < 0 or not math.isfinite(rel):
         raise ValueError("rel must be a finite number >= 0")
     config = json.loads((src / "config.json").read_text())
-    tensor = tensor or down_proj_name(config, layer)
-    shards = sorted(src.glob("*.safetensors"))
-    shard = None
-    for f in shards:
+    shards = {}
+    for f in sorted(src.glob("*.safetensors")):
         with safe_open(str(f), "pt") as st:
-            if tensor in st.keys():
-                shard = f
-                break
-    if shard is None:
-        raise TutorialError(f"{src} has no tensor {tensor!r}")
+            shards.update({k: f for k in st.keys()})
+    if family is not None:
+        names = family_tensors(shards, family)
+        if not names:
+            raise TutorialError(f"{src} has no tensor of the family {family!r}")
+    else:
+        names = [tensor or down_proj_name(config, layer)]
+        if names[0] not in shards:
+            raise TutorialError(f"{src} has no tensor {names[0]!r}")
     if dst.exists():
         shutil.rmtree(dst)
     dst.mkdir(parents=True)
+    touched = {shards[n] for n in names}
     for f in src.iterdir():
-        if f.is_file() and f != shard and f.name not in ("STANDIN.json", MARKER):
+        if f.is_file() and f not in touched and f.name not in ("STANDIN.json", MARKER):
             shutil.copyfile(f, dst / f.name)
-    tensors = load_file(str(shard))
-    with safe_open(str(shard), "pt") as st:
-        metadata = st.metadata()
-    w = tensors[tensor]
-    w32 = w.float()
-    rms = float(w32.pow(2).mean().sqrt())
     gen = torch.Generator().manual_seed(seed)
-    noise = torch.randn(w.shape, generator=gen, dtype=torch.float32) * (rel * rms)
-    new = (w32 + noise).to(w.dtype).contiguous()
-    realized = float((new.float() - w32).pow(2).mean().sqrt()) / rms if rms else 0.0
-    tensors[tensor] = new
-    save_file(tensors, str(dst / shard.name), metadata=metadata or {"format": "pt"})
-    meta = {"source": str(src), "tensor": tensor, "rel": rel, "realized_rel": realized, "seed": seed,
-            "dtype": str(w.dtype).removeprefix("torch."), "rms": rms, "shape": list(w.shape)}
+    first: dict = {}
+    num = den = 0.0
+    for shard in sorted(touched):
+        tensors = load_file(str(shard))
+        with safe_open(str(shard), "pt") as st:
+            metadata = st.metadata()
+        for name in sorted(n for n in names if shards[n] == shard):
+            w = tensors[name]
+            w32 = w.float()
+            rms = float(w32.pow(2).mean().sqrt())
+            noise = torch.randn(w.shape, generator=gen, dtype=torch.float32) * (rel * rms)
+            new = (w32 + noise).to(w.dtype).contiguous()
+            num += float((new.float() - w32).pow(2).sum())
+            den += rms * rms * w.numel()
+            tensors[name] = new
+            first = first or {"tensor": name, "dtype": str(w.dtype).removeprefix("torch."), "rms": rms,
+                              "shape": list(w.shape)}
+        save_file(tensors, str(dst / shard.name), metadata=metadata or {"format": "pt"})
+    meta = {"source": str(src), "family": family, "tensors": names, "rel": rel,
+            "realized_rel": math.sqrt(num / den) if den else 0.0, "seed": seed, **first}
     (dst / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 

@@ -103,24 +103,52 @@ def check_qwen_checkpoint(src: Path) -> dict[str, Any]:
     return cfg
 
 
+# QWen name -> Qwen2 name(s): the top-level tensors, and each layer's (after "transformer.h.N.")
+_TOP = {"transformer.wte.weight": ["model.embed_tokens.weight"], "transformer.ln_f.weight": ["model.norm.weight"],
+        "lm_head.weight": ["lm_head.weight"]}
+_LAYER = {
+    "ln_1.weight": ["input_layernorm.weight"],
+    "ln_2.weight": ["post_attention_layernorm.weight"],
+    "attn.c_attn.weight": ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"],
+    "attn.c_attn.bias": ["self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"],
+    "attn.c_proj.weight": ["self_attn.o_proj.weight"],
+    "mlp.w2.weight": ["mlp.gate_proj.weight"],  # forward: c_proj(w1(x) * silu(w2(x)))
+    "mlp.w1.weight": ["mlp.up_proj.weight"],
+    "mlp.c_proj.weight": ["mlp.down_proj.weight"],
+}
+
+
 def _rename(name: str) -> list[str]:
     m = re.fullmatch(r"transformer\.h\.(\d+)\.(.+)", name)
     if not m:
-        return {"transformer.wte.weight": ["model.embed_tokens.weight"], "transformer.ln_f.weight": ["model.norm.weight"],
-                "lm_head.weight": ["lm_head.weight"]}[name]
+        return _TOP[name]
     i, rest = m.groups()
-    p = f"model.layers.{i}."
-    table = {
-        "ln_1.weight": ["input_layernorm.weight"],
-        "ln_2.weight": ["post_attention_layernorm.weight"],
-        "attn.c_attn.weight": ["self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"],
-        "attn.c_attn.bias": ["self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"],
-        "attn.c_proj.weight": ["self_attn.o_proj.weight"],
-        "mlp.w2.weight": ["mlp.gate_proj.weight"],  # forward: c_proj(w1(x) * silu(w2(x)))
-        "mlp.w1.weight": ["mlp.up_proj.weight"],
-        "mlp.c_proj.weight": ["mlp.down_proj.weight"],
-    }
-    return [p + n for n in table[rest]]
+    return [f"model.layers.{i}.{n}" for n in _LAYER[rest]]
+
+
+def to_qwen_layout(tensors: dict) -> dict:
+    """The exact inverse of :func:`convert_weights`' mapping: Qwen2-layout tensors under QWen's names
+    (q, k and v concatenated into ``c_attn``), so that converting them back gives the same tensors."""
+    import torch
+
+    top = {new[0]: old for old, new in _TOP.items()}
+    layer = {n: (old, k) for old, new in _LAYER.items() for k, n in enumerate(new)}
+    out: dict = {}
+    fused: dict[str, list] = {}
+    for name, t in tensors.items():
+        m = re.fullmatch(r"model\.layers\.(\d+)\.(.+)", name)
+        if not m and name in top:
+            out[top[name]] = t
+            continue
+        if not m or m.group(2) not in layer:
+            raise TutorialError(f"no QWen name for the tensor {name!r}")
+        old, k = layer[m.group(2)]
+        qname = f"transformer.h.{m.group(1)}.{old}"
+        parts = fused.setdefault(qname, [None] * len(_LAYER[old]))
+        parts[k] = t
+    for qname, parts in fused.items():
+        out[qname] = parts[0] if len(parts) == 1 else torch.cat(parts, 0).contiguous()
+    return out
 
 
 def convert_weights(src: Path, cfg: dict[str, Any]) -> dict:

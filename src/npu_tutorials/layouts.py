@@ -1,6 +1,10 @@
-"""Checkpoint layouts: which tensors a checkpoint holds and which tokenizer files it ships.
+"""Checkpoint layouts: which tensors a checkpoint holds, how a stand-in's weights are laid out in
+it, and which tokenizer files it ships.
 
-``qwen2`` is the Hugging Face ``Qwen2ForCausalLM`` layout (Qwen2.5, palmyra-mini).
+``qwen2`` is the Hugging Face ``Qwen2ForCausalLM`` layout (Qwen2.5, palmyra-mini); ``qwen`` is
+first-generation QWen (``QWenLMHeadModel``).  Stand-in weights are planted in the Qwen2 layout
+(:mod:`npu_tutorials.planted`); the QWen layout receives them through the exact inverse of the
+converter's mapping, so its conversion serves the planted network unchanged.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ class Layout:
     name: str
     parameters: Callable[[dict[str, Any]], list]
 
+    def weights(self, config: dict[str, Any], seed: int, progress=None) -> tuple[dict, dict]:
+        """A planted stand-in's tensors in this layout's names, and what was planted."""
+        raise NotImplementedError
+
     def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
         raise NotImplementedError
 
@@ -25,9 +33,12 @@ class Qwen2Layout(Layout):
 
     @staticmethod
     def parameters(config):
-        from .standin import qwen2_parameters
-
         return qwen2_parameters(config)
+
+    def weights(self, config, seed, progress=None):
+        from .planted import qwen2_weights
+
+        return qwen2_weights(config, seed, progress)
 
     def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
         from .tokenizer import write_qwen2_tokenizer
@@ -45,6 +56,13 @@ class QWenLayout(Layout):
     def parameters(config):
         return qwen_parameters(config)
 
+    def weights(self, config, seed, progress=None):
+        from .convert import qwen2_config, to_qwen_layout
+        from .planted import qwen2_weights
+
+        tensors, plan = qwen2_weights(qwen2_config(config), seed, progress)
+        return to_qwen_layout(tensors), plan
+
     def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
         import shutil
 
@@ -53,8 +71,39 @@ class QWenLayout(Layout):
         shutil.copyfile(tiktoken_file(), out_dir / "qwen.tiktoken")
 
 
+def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of every tensor of a Qwen2ForCausalLM checkpoint, in file order.
+
+    kind is ``weight``, ``bias`` or ``norm``.
+    """
+    h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+    hd = cfg.get("head_dim") or h // heads
+    out: list[tuple[str, tuple[int, ...], str]] = [("model.embed_tokens.weight", (vocab, h), "weight")]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        out += [
+            (p + "input_layernorm.weight", (h,), "norm"),
+            (p + "self_attn.q_proj.weight", (heads * hd, h), "weight"),
+            (p + "self_attn.q_proj.bias", (heads * hd,), "bias"),
+            (p + "self_attn.k_proj.weight", (kv * hd, h), "weight"),
+            (p + "self_attn.k_proj.bias", (kv * hd,), "bias"),
+            (p + "self_attn.v_proj.weight", (kv * hd, h), "weight"),
+            (p + "self_attn.v_proj.bias", (kv * hd,), "bias"),
+            (p + "self_attn.o_proj.weight", (h, heads * hd), "weight"),
+            (p + "post_attention_layernorm.weight", (h,), "norm"),
+            (p + "mlp.gate_proj.weight", (inter, h), "weight"),
+            (p + "mlp.up_proj.weight", (inter, h), "weight"),
+            (p + "mlp.down_proj.weight", (h, inter), "weight"),
+        ]
+    out.append(("model.norm.weight", (h,), "norm"))
+    if not cfg.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", (vocab, h), "weight"))
+    return out
+
+
 def qwen_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
-    """(name, shape, kind) of a first-generation QWen checkpoint, in draw order."""
+    """(name, shape, kind) of a first-generation QWen checkpoint, in file order."""
     h, vocab = cfg["hidden_size"], cfg["vocab_size"]
     proj = cfg["kv_channels"] * cfg["num_attention_heads"]
     ff = cfg["intermediate_size"] // 2

@@ -1,13 +1,14 @@
-"""Stand-in checkpoints: the model's exact config and tokenizer, seeded random weights.
+"""Stand-in checkpoints: the model's exact config and tokenizer, planted seeded weights.
 
 Where real weights are absent (no model hub here), a tutorial still runs the
 real engine on a checkpoint of the right shape.  A stand-in is a Hugging
 Face-layout folder with the official ``config.json``, ``generation_config.json``
 and ``tokenizer_config.json`` (chat template included), the rebuilt Qwen
-tokenizer, and bf16 weights drawn from ``torch.Generator().manual_seed(seed)``
-in a fixed order, saved as safetensors.  It is made once and cached under a
-name that hashes everything that shapes it, so the same seed gives the same
-bytes (``STANDIN.json`` records the weights' SHA-256).
+tokenizer, and bf16 weights that plant a decisive next-token map in every
+layer (:mod:`npu_tutorials.planted`), deterministic from the seed, saved as
+safetensors.  It is made once and cached under a name that hashes everything
+that shapes it, so the same seed gives the same bytes (``STANDIN.json``
+records the weights' SHA-256 and what was planted).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from .cards import Card
 from .errors import TutorialError
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: planted next-token map (npu_tutorials.planted); 1: plain random
 MARKER = "STANDIN.json"
 
 
@@ -40,9 +41,10 @@ class StandInInfo:
     num_parameters: int
 
 
-def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 128, heads: int = 2,
-                kv_heads: int = 1, intermediate: int = 256) -> dict[str, Any]:
-    """The same architecture shrunk for tests (head_dim 64, which every vLLM backend accepts)."""
+def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 256, heads: int = 4,
+                kv_heads: int = 2, intermediate: int = 256) -> dict[str, Any]:
+    """The same architecture shrunk for tests (head_dim 64, which every vLLM backend accepts; hidden
+    256 is about the smallest that holds a planted code of the full vocabulary)."""
     if hidden // heads < 32:
         raise TutorialError("tiny configs need head_dim >= 32 (the CPU attention rejects 16)")
     cfg = dict(config)
@@ -57,62 +59,12 @@ def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 128, h
     return cfg
 
 
-def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
-    """(name, shape, kind) of every tensor of a Qwen2ForCausalLM checkpoint, in draw order.
-
-    kind is ``weight`` (normal, std = initializer_range), ``bias`` (same) or ``norm`` (ones).
-    """
-    h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
-    hd = cfg.get("head_dim") or h // heads
-    out: list[tuple[str, tuple[int, ...], str]] = [("model.embed_tokens.weight", (vocab, h), "weight")]
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        out += [
-            (p + "input_layernorm.weight", (h,), "norm"),
-            (p + "self_attn.q_proj.weight", (heads * hd, h), "weight"),
-            (p + "self_attn.q_proj.bias", (heads * hd,), "bias"),
-            (p + "self_attn.k_proj.weight", (kv * hd, h), "weight"),
-            (p + "self_attn.k_proj.bias", (kv * hd,), "bias"),
-            (p + "self_attn.v_proj.weight", (kv * hd, h), "weight"),
-            (p + "self_attn.v_proj.bias", (kv * hd,), "bias"),
-            (p + "self_attn.o_proj.weight", (h, heads * hd), "weight"),
-            (p + "post_attention_layernorm.weight", (h,), "norm"),
-            (p + "mlp.gate_proj.weight", (inter, h), "weight"),
-            (p + "mlp.up_proj.weight", (inter, h), "weight"),
-            (p + "mlp.down_proj.weight", (h, inter), "weight"),
-        ]
-    out.append(("model.norm.weight", (h,), "norm"))
-    if not cfg.get("tie_word_embeddings", False):
-        out.append(("lm_head.weight", (vocab, h), "weight"))
-    return out
-
-
-def draw_weights(specs: list[tuple[str, tuple[int, ...], str]], seed: int, std: float, progress=None):
-    """Draw every tensor in order from one generator seeded with ``seed``; return bf16 tensors.
-
-    ``progress``: a :class:`~npu_tutorials.progress.Progress` whose bar counts the tensors drawn."""
-    import torch
-
-    gen = torch.Generator().manual_seed(seed)
-    tensors = {}
-    bar = progress.bar(len(specs), "stand-in tensors") if progress is not None else None
-    for name, shape, kind in specs:
-        if bar is not None:
-            bar.update(1)
-        if kind == "norm":
-            t = torch.ones(shape, dtype=torch.float32)
-        else:
-            t = torch.randn(shape, generator=gen, dtype=torch.float32) * std
-        tensors[name] = t.to(torch.bfloat16).contiguous()
-    if bar is not None:
-        bar.close()
-    return tensors
-
-
 def _spec_hash(config: dict, extra_files: dict[str, bytes], seed: int) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"config": config, "seed": seed, "gen": GENERATOR_VERSION}, sort_keys=True).encode())
+    from .planted import VERSION as planted
+
+    h.update(json.dumps({"config": config, "seed": seed, "gen": GENERATOR_VERSION, "planted": planted},
+                        sort_keys=True).encode())
     for name in sorted(extra_files):
         h.update(name.encode() + b"\0" + extra_files[name])
     return h.hexdigest()[:12]
@@ -167,10 +119,14 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
             (tmp / fname).write_bytes(data)
         layout = layouts.for_config(config)
         layout.write_tokenizer(tmp, config)
-        specs = layout.parameters(config)
         if progress is not None:
-            progress.say(f"building the stand-in {name} ({len(specs)} tensors)")
-        tensors = draw_weights(specs, seed, float(config.get("initializer_range", 0.02)), progress)
+            progress.say(f"building the stand-in {name} ({config['num_hidden_layers']} layers)")
+        tensors, plan = layout.weights(config, seed, progress)
+        expected = {n: shape for n, shape, _ in layout.parameters(config)}
+        got = {n: tuple(t.shape) for n, t in tensors.items()}
+        if got != expected:  # the layout's list is what the engine and the byte counts assume
+            raise TutorialError(f"stand-in tensors do not match the {layout.name} layout: "
+                                f"{sorted(set(got.items()) ^ set(expected.items()))[:3]}")
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         nparams = sum(t.numel() for t in tensors.values())
         del tensors
@@ -178,8 +134,8 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
             "kind": "stand-in",
             "model": card.key,
             "seed": seed,
-            "generator": f"npu_tutorials.standin v{GENERATOR_VERSION}: torch.Generator().manual_seed(seed), "
-                         "randn * initializer_range for weights and biases, ones for norms, cast to bf16",
+            "generator": f"npu_tutorials.standin v{GENERATOR_VERSION}",
+            "planted": plan,
             "num_parameters": nparams,
             "weights_sha256": file_sha256(tmp / "model.safetensors"),
         }

@@ -40,7 +40,8 @@ class Weights:
         if self.is_real:
             ref = f"{self.hub_id}@{self.revision}" if self.hub_id else str(self.path)
             return f"real weights: {ref} (from {self.source})"
-        return f"stand-in: official config and tokenizer, random bf16 weights, seed {self.seed}, sha256 {self.sha256[:12]}"
+        return (f"stand-in: official config and tokenizer, bf16 weights with a planted next-token map, seed {self.seed}, "
+                f"sha256 {self.sha256[:12]}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
