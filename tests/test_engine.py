@@ -100,7 +100,7 @@ def test_logits_agreement_engine_vs_fp32_reference(raw_results, card, tiny_spec)
     assert 0 < s["nmse_pct"] < 1.0
     assert s["cosine"] > 0.999
     assert "stand-in" in rep.verdict().caveat
-    assert rep.compared_as == s["compared_as"] == "logits" and "raw logits" in rep.table().note
+    assert rep.compared_as == s["compared_as"] == "logits"
     # each prompt: the reference's margin beside the engine's error there
     assert all(r["err_spread"] > 0 and r["reference_top2_margin"] >= 0 for r in rep.rows)
     assert s["decisive_prompts"] == sum(r["decisive"] for r in rep.rows)
@@ -214,7 +214,6 @@ def test_forward_consistency_every_position(raw_results, tiny_spec):
     d = rep.to_dict()
     assert d["compared_as"] == "logits" and d["decisive_positions"] == sum(p["decisive"] for p in rep.per_position)
     assert all(p["err_spread"] > 0 and p["max_abs_err"] > 0 for p in rep.per_position)
-    assert "positions" in rep.flips_table().caption
 
 
 def test_failed_requests_fail_the_benchmark(server, card, tiny, tmp_path):

@@ -137,3 +137,38 @@ def test_margin_above_the_error_spread_cannot_flip():
             seen += 1
             assert m["top1_match"] == 1.0
     assert seen > 10
+
+
+def test_an_exact_tie_at_the_engines_top_is_a_tie_never_a_flip():
+    """The engine's choice is its greedy argmax, the first index on a tie (torch.argmax, vLLM's greedy
+    sampler).  The row, the summary and the verdict all read a tie that way."""
+    import numpy as np
+
+    from npu_tutorials.accuracy import LogitsReport
+
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=1000)
+    ref[700], ref[300] = 9.0, 8.0                   # the reference chooses 700
+    tied = ref.copy()
+    tied[300] = tied[700] = 8.5                     # bf16 rounding made 300 and 700 equal: the engine picks 300
+    assert metrics.top1(tied) == 300 and list(metrics.topk_ids(tied, 2)) == [300, 700]
+    row = metrics.compare_logits(tied, ref)
+    assert (row["engine_top1"], row["reference_top1"], row["top1_match"], row["top1_tie"]) == (300, 700, 0.0, True)
+    same = metrics.compare_logits(ref + 0.001, ref)  # the same choice
+    assert same["engine_top1"] == same["reference_top1"] == 700 and same["top1_match"] == 1.0
+    assert not same["top1_tie"]
+    flip = ref.copy()
+    flip[300] = 9.5                                  # a real flip: 300 strictly above
+    f = metrics.compare_logits(flip, ref)
+    assert f["top1_match"] == 0.0 and not f["top1_tie"]
+    # the row never contradicts itself: a match is exactly engine_top1 == reference_top1
+    for r in (row, same, f):
+        assert bool(r["top1_match"]) == (r["engine_top1"] == r["reference_top1"])
+    d = metrics.decisive_top1([dict(row, prompt="a", num_tokens=1), dict(same, prompt="b", num_tokens=1)])
+    assert (d["top1_pct"], d["ties"], d["flips"]) == (100.0, 1, 0)
+    thresholds = {"nmse_pct_max": 100.0, "top1_pct_min": 100.0}
+    rows = [dict(r, prompt=p, num_tokens=1) for r, p in ((row, "a"), (same, "b"))]
+    rep = LogitsReport(rows, thresholds, np.zeros(1), (np.zeros(1), np.zeros(1)))
+    assert rep.summary["top1_pct"] == 100.0 and rep.summary["top1_ties"] == 1 and rep.verdict().passed
+    rows.append(dict(f, prompt="c", num_tokens=1))
+    assert not LogitsReport(rows, thresholds, np.zeros(1), (np.zeros(1), np.zeros(1))).verdict().passed

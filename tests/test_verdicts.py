@@ -1,6 +1,6 @@
 """Greedy and text verdicts (no engine): each can PASS and each can FAIL."""
 
-from npu_tutorials.consistency import TextRow, greedy_summary, greedy_table, greedy_verdict, text_verdict
+from npu_tutorials.consistency import TextRow, greedy_summary, greedy_verdict, text_verdict
 
 
 def _row(eng, ref, err_first=None, err_div=None):
@@ -30,14 +30,14 @@ def test_text_verdict_passes_and_fails():
     assert not text_verdict(rows, exact_min=2).passed
 
 
-def test_greedy_summary_and_table_carry_each_rows_own_error():
+def test_greedy_summary_and_rows_carry_each_rows_own_error():
     rows = [_row([1, 2, 3], [1, 2, 3], _err(0.01, 0.5)),
             _row([1, 9, 3], [1, 2, 3], _err(0.02, 0.3), _err(0.05, 0.01)),   # a near-tie
             _row([7, 2, 3], [1, 2, 3], _err(0.03, 0.9), _err(0.03, 0.9))]    # a flip at a decisive position
     s = greedy_summary(rows)
     assert s["first_token_agreement_pct"] == 100 * 2 / 3 and s["divergences"] == 2
     assert s["divergences_at_decisive"] == 1 and s["exact"] == 1
-    t = greedy_table(rows, 3, "bfloat16")
-    assert [r[-1] for r in t.rows] == [0.005, 0.01, 0.015]  # max |err| at the first token, per row
-    assert [r[-2] for r in t.rows] == [None, 0.05, 0.03]
+    d = [r.to_dict() for r in rows]
+    assert [r["error_first_token"]["max_abs_err"] for r in d] == [0.005, 0.01, 0.015]  # per row, its own
+    assert [r["error_at_divergence"] and r["error_at_divergence"]["err_spread"] for r in d] == [None, 0.05, 0.03]
     assert greedy_summary([_row([1], [2])])["divergences_at_decisive"] is None  # errors not measured

@@ -21,7 +21,8 @@ from . import metrics, reference
 from .cards import LogitsCheck
 from .errors import TutorialError
 from .server import VLLMServer
-from .tables import Table, Verdict, fmt
+from .tables import Verdict
+from .weights import STANDIN_VERDICT
 
 # Server flags that make full-vocabulary logits available.
 RAW_LOGITS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logits"]
@@ -69,32 +70,11 @@ class LogitsReport:
     def summary(self) -> dict:
         m = lambda k: float(np.mean([r[k] for r in self.rows]))  # noqa: E731
         d = metrics.decisive_top1(self.rows)
-        return {"nmse_pct": m("nmse_pct"), "cosine": m("cosine"), "top1_pct": 100 * m("top1_match"),
+        return {"nmse_pct": m("nmse_pct"), "cosine": m("cosine"), "top1_pct": d["top1_pct"], "top1_ties": d["ties"],
                 "top5_pct": 100 * m("top5_overlap"), "max_abs_err": max(r["max_abs_err"] for r in self.rows),
                 "mean_abs_err": m("mean_abs_err"), "kl_nats": m("kl_nats"), "prompts": len(self.rows),
                 "decisive_prompts": d["decisive_positions"], "top1_decisive_pct": d["top1_decisive_pct"],
                 "flips_at_decisive": d["flips_at_decisive"], "compared_as": self.compared_as}
-
-    def table(self) -> Table:
-        cols = ["prompt", "tokens", "normalized MSE (%)", "cosine", "top-1", "top-5 overlap",
-                "max |err|", "err spread", "mean |err|", "KL (nats)", "ref. top-1/top-2 gap", "decisive"]
-        rows = [[r["prompt"], r["num_tokens"], r["nmse_pct"], fmt(r["cosine"], 6), "match" if r["top1_match"] else
-                 "differs", f"{100 * r['top5_overlap']:.0f} %", r["max_abs_err"], r["err_spread"], r["mean_abs_err"],
-                 r["kl_nats"], r["reference_top2_margin"], r["decisive"]] for r in self.rows]
-        notes = [f"Compared as {metrics.COMPARED_AS[self.compared_as]}."]
-        ties = [r for r in self.rows if not r["top1_match"] and not r["decisive"]]
-        faults = [r for r in self.rows if not r["top1_match"] and r["decisive"]]
-        if ties:
-            notes.append(f"{len(ties)} prompt(s) changed their top-1 token where the reference's gap between its "
-                         f"two best tokens ({', '.join(fmt(r['reference_top2_margin']) for r in ties)}) is within "
-                         f"the spread of the engine's error there ({', '.join(fmt(r['err_spread']) for r in ties)}): "
-                         "a near-tie that rounding can flip.")
-        if faults:
-            notes.append(f"{len(faults)} prompt(s) changed their top-1 token although the gap "
-                         f"({', '.join(fmt(r['reference_top2_margin']) for r in faults)}) exceeds the error's spread "
-                         f"({', '.join(fmt(r['err_spread']) for r in faults)}): not a tie, an arithmetic difference.")
-        return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
-                     note=" ".join(notes))
 
     def verdict(self, reported: dict | None = None) -> Verdict:
         s = self.summary
@@ -103,10 +83,7 @@ class LogitsReport:
             ("normalized MSE", f"{s['nmse_pct']:.4f} %", f"< {t['nmse_pct_max']} %", s["nmse_pct"] < t["nmse_pct_max"]),
             ("top-1 agreement", f"{s['top1_pct']:.1f} %", f">= {t['top1_pct_min']} %", s["top1_pct"] >= t["top1_pct_min"]),
         ]
-        caveat = ("" if self.real_weights else
-                  "stand-in (random) weights: these figures measure how exactly the engine computes the "
-                  "same network as the reference, not the quality of the model.")
-        return Verdict(checks, caveat)
+        return Verdict(checks, "" if self.real_weights else STANDIN_VERDICT)
 
 
 def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: LogitsCheck, vocab_size: int,

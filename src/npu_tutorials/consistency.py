@@ -23,7 +23,8 @@ import numpy as np
 from . import metrics, reference
 from .accuracy import engine_last_logits, one_form
 from .server import VLLMServer
-from .tables import Table, Verdict, fmt
+from .tables import Verdict, fmt
+from .weights import STANDIN_VERDICT
 
 
 def engine_greedy(server: VLLMServer, model: str, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:
@@ -74,16 +75,6 @@ class ConsistencyReport:
                 **{k: v for k, v in self.decisive.items() if k != "top1_pct"},
                 "per_position": self.per_position}
 
-    def flips_table(self) -> Table:
-        """Every position where top-1 changed: the reference's margin beside the engine's error there."""
-        flips = [p for p in self.per_position if not p["top1_match"]]
-        return Table(["position", "ref. top-1/top-2 gap", "engine error spread", "max |err|", "verdict on the flip"],
-                     [[p["position"], p["reference_top2_margin"], p["err_spread"], p["max_abs_err"],
-                       "arithmetic (gap > error)" if p["decisive"] else "near-tie (gap within error)"]
-                      for p in flips],
-                     caption=f"Top-1 flips: {len(flips)} of {len(self.per_position)} positions",
-                     note=f"Compared as {metrics.COMPARED_AS[self.compared_as]}.")
-
     def verdict(self) -> Verdict:
         t = self.thresholds
         checks = [
@@ -94,10 +85,7 @@ class ConsistencyReport:
             ("logits cosine (full vocabulary)", fmt(self.cosine, 7), f"> {t['cosine_min']}", self.cosine > t["cosine_min"]),
             ("KL divergence (nats)", fmt(self.kl_nats), f"< {t['kl_max']}", self.kl_nats < t["kl_max"]),
         ]
-        caveat = "" if self.real_weights else (
-            "stand-in (random) weights: near-uniform next-token distributions make ties, and so top-1 flips, "
-            "far likelier than with trained weights; the figures measure the engine's arithmetic only.")
-        return Verdict(checks, caveat)
+        return Verdict(checks, _caveat(self.real_weights))
 
 
 def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_size: int,
@@ -118,7 +106,7 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
     form = one_form([r["compared_as"] for r in rows])
     eng_lp, ref_lp = np.array(eng_lp), np.array(ref_lp)
     return ConsistencyReport(
-        num_tokens=len(ids), top1_pct=100 * float(np.mean([r["top1_match"] for r in rows])),
+        num_tokens=len(ids), top1_pct=metrics.decisive_top1(rows)["top1_pct"],
         ppl_engine=float(np.exp(-eng_lp.mean())), ppl_reference=float(np.exp(-ref_lp.mean())),
         cosine=float(np.mean([r["cosine"] for r in rows])), kl_nats=float(np.mean([r["kl_nats"] for r in rows])),
         positions=ends, per_position_logprob_diff=(eng_lp - ref_lp).tolist(),
@@ -226,9 +214,7 @@ def greedy_summary(rows: list[TextRow]) -> dict:
 
 
 def _caveat(real_weights: bool) -> str:
-    return "" if real_weights else (
-        "stand-in (random) weights: next-token distributions are nearly flat, so greedy sequences diverge at "
-        "near-ties far more often than with trained weights; the thresholds test the engine's arithmetic only.")
+    return "" if real_weights else STANDIN_VERDICT
 
 
 def greedy_verdict(rows: list[TextRow], *, first_token_pct_min: float, mean_match_pct_min: float,
@@ -248,33 +234,3 @@ def text_verdict(rows: list[TextRow], *, exact_min: int, real_weights: bool = Fa
     exact = sum(r.exact for r in rows)
     return Verdict([("identical greedy outputs", f"{exact} / {len(rows)}", f">= {exact_min}", exact >= exact_min)],
                    _caveat(real_weights))
-
-
-def text_table(rows: list[TextRow], real_weights: bool, dtype: str = "bfloat16") -> Table:
-    t = Table(["prompt", f"engine ({dtype})", "reference (fp32 CPU)", "exact", "first diverging token",
-               "similarity", "ref. top-1/top-2 gap there", "engine error spread there"],
-              [[r.prompt, r.engine_text, r.reference_text, r.exact,
-                "–" if r.first_divergence is None else r.first_divergence, r.similarity,
-                r.margin_at_divergence, r.error_at_divergence["err_spread"] if r.error_at_divergence else None]
-               for r in rows],
-              caption="Greedy outputs, engine vs reference")
-    if not real_weights:
-        t.note = "Stand-in weights: both columns are random text; what matters is whether they agree, and where not, why."
-    return t
-
-
-def greedy_table(rows: list[TextRow], num_tokens: int, dtype: str) -> Table:
-    """One row per prompt with that prompt's own error (not one prompt's error repeated)."""
-    def err(d):  # noqa: E306
-        return d["max_abs_err"] if d else None
-
-    s = greedy_summary(rows)
-    return Table(["prompt", "first token", f"{num_tokens}-token match", "first divergence",
-                  "ref. top-1/top-2 gap there", "engine error spread there", "max |err| at the first token"],
-                 [[r.prompt, "same" if r.first_token_same else "differs",
-                   f"{100 * metrics.sequence_match(r.engine_ids, r.reference_ids)['match_rate']:.0f} %",
-                   "–" if r.first_divergence is None else f"token {r.first_divergence}", r.margin_at_divergence,
-                   r.error_at_divergence["err_spread"] if r.error_at_divergence else None, err(r.error_first_token)]
-                  for r in rows],
-                 caption=f"Greedy decoding: engine ({dtype}) vs fp32 CPU reference: first-token agreement "
-                         f"{s['first_token_agreement_pct']:.0f} %, mean match {s['mean_match_rate_pct']:.0f} %")

@@ -5,8 +5,14 @@ reference's second.  Definitions:
 
 * normalized MSE (%) = 100 * mean((x - r)^2) / mean(r^2)
 * cosine = x.r / (|x| |r|)
-* top-k agreement: the reference's top-1 is the engine's top-1 (k=1); for
-  k>1 the fraction of the reference's top-k set that is in the engine's top-k
+* top-1 as the engine decides it: the engine's choice is its greedy argmax,
+  the first index on an exact tie (``torch.argmax``, which vLLM's greedy
+  sampler uses); the reference's likewise.  Where the two differ but the
+  reference's token ties the engine's best value exactly, the engine could as
+  well have chosen it: that is a *tie*, reported as such and counted as
+  agreement, never as a flip.
+* top-k agreement (k>1): the fraction of the reference's top-k set that is in
+  the engine's top-k, each ordered as above
 * KL(P_ref || P_engine) of the softmax distributions, in nats
 
 The engine returns either raw logits or log-probabilities (vllm-ascend's
@@ -52,16 +58,29 @@ def cosine(x, ref) -> float:
 
 
 def topk_ids(x, k: int) -> np.ndarray:
+    """The ``k`` largest entries' indices, largest first; equal values in index order (so
+    ``topk_ids(x, 1)[0]`` is the first index of the maximum, as ``torch.argmax`` picks it)."""
     x = _as64(x)
     k = min(k, x.size)
-    idx = np.argpartition(-x, k - 1)[:k]
-    return idx[np.argsort(-x[idx], kind="stable")]
+    kth = np.partition(-x, k - 1)[k - 1]
+    cand = np.nonzero(-x <= kth)[0]  # every entry at least as large as the k-th, ties included
+    return cand[np.lexsort((cand, -x[cand]))][:k]
+
+
+def top1(x) -> int:
+    """The engine's greedy choice: the first index of the largest value."""
+    return int(np.argmax(_as64(x)))
 
 
 def topk_agreement(x, ref, k: int) -> float:
-    """1.0 when the top-k sets agree (k=1: same argmax)."""
+    """The fraction of the reference's top-k that is in the engine's top-k (k=1: same choice)."""
     k = min(k, _as64(ref).size)
     return len(set(topk_ids(x, k)) & set(topk_ids(ref, k))) / k
+
+
+def agrees(row: dict) -> bool:
+    """Top-1 agreement of one compared position: the same choice, or an exact tie at the engine's top."""
+    return bool(row["top1_match"] or row.get("top1_tie"))
 
 
 def logsumexp(x) -> float:
@@ -113,7 +132,8 @@ def compare_logits(x, ref, form: str | None = None) -> dict:
 
     ``x`` is what the engine returned, ``ref`` the reference's raw logits; ``form`` is the
     engine's form (detected with :func:`logits_form` when None).  Keys: ``nmse_pct``,
-    ``cosine``, ``top1_match`` (0/1), ``top5_overlap``, ``max_abs_err``, ``mean_abs_err``,
+    ``cosine``, ``top1_match`` (0/1: the engine's choice is the reference's), ``top1_tie`` (they
+    differ, but the reference's token ties the engine's best value exactly), ``top5_overlap``, ``max_abs_err``, ``mean_abs_err``,
     ``err_spread`` (max - min of the error), ``kl_nats``, ``engine_top1``, ``reference_top1``,
     ``reference_top2_margin``, ``decisive`` (margin > max_abs_err), ``compared_as``
     (``"logits"`` or ``"logprobs"``).
@@ -129,17 +149,19 @@ def compare_logits(x, ref, form: str | None = None) -> dict:
     err = np.abs(d)
     margin = top2_margin(ref)
     spread = float(d.max() - d.min())
+    e1, r1 = top1(x), top1(ref)
     return {
         "nmse_pct": normalized_mse_pct(xc, rc),
         "cosine": cosine(xc, rc),
-        "top1_match": topk_agreement(x, ref, 1),
+        "top1_match": float(e1 == r1),
+        "top1_tie": bool(e1 != r1 and x[r1] == x[e1]),
         "top5_overlap": topk_agreement(x, ref, 5),
         "max_abs_err": float(err.max()),
         "mean_abs_err": float(err.mean()),
         "err_spread": spread,
         "kl_nats": kl_divergence(x, ref),
-        "engine_top1": int(np.argmax(x)),
-        "reference_top1": int(np.argmax(ref)),
+        "engine_top1": e1,
+        "reference_top1": r1,
         "reference_top2_margin": margin,
         "decisive": bool(margin > float(err.max())),
         "compared_as": form,
@@ -149,22 +171,24 @@ def compare_logits(x, ref, form: str | None = None) -> dict:
 def decisive_top1(rows: list[dict]) -> dict:
     """Top-1 agreement over all positions and over decisive ones (rows from :func:`compare_logits`).
 
-    Returns ``{"top1_pct", "decisive_positions", "top1_decisive_pct", "flips", "flips_at_decisive"}``;
-    ``top1_decisive_pct`` is None when no position is decisive.
+    Returns ``{"top1_pct", "ties", "decisive_positions", "top1_decisive_pct", "flips",
+    "flips_at_decisive"}``: agreement counts exact ties at the engine's top (:func:`agrees`), flips
+    do not; ``top1_decisive_pct`` is None when no position is decisive.
     """
     if not rows:
         raise ValueError("no positions")
     dec = [r for r in rows if r["decisive"]]
-    return {"top1_pct": 100.0 * sum(r["top1_match"] for r in rows) / len(rows),
+    return {"top1_pct": 100.0 * sum(agrees(r) for r in rows) / len(rows),
+            "ties": sum(bool(r.get("top1_tie")) for r in rows),
             "decisive_positions": len(dec),
-            "top1_decisive_pct": 100.0 * sum(r["top1_match"] for r in dec) / len(dec) if dec else None,
-            "flips": sum(not r["top1_match"] for r in rows),
-            "flips_at_decisive": sum(not r["top1_match"] for r in dec)}
+            "top1_decisive_pct": 100.0 * sum(agrees(r) for r in dec) / len(dec) if dec else None,
+            "flips": sum(not agrees(r) for r in rows),
+            "flips_at_decisive": sum(not agrees(r) for r in dec)}
 
 
 def position_error(row: dict) -> dict:
     """The near-tie view of one position: margin beside the engine's error there."""
-    return {k: row[k] for k in ("top1_match", "engine_top1", "reference_top1", "reference_top2_margin",
+    return {k: row[k] for k in ("top1_match", "top1_tie", "engine_top1", "reference_top1", "reference_top2_margin",
                                 "max_abs_err", "err_spread", "decisive", "kl_nats", "compared_as")}
 
 

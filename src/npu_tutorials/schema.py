@@ -164,6 +164,8 @@ class PositionError(_Model):
 
     position: int | None = None
     top1_match: float
+    top1_tie: bool = Field(False, description="the choices differ, but the reference's token ties the engine's "
+                                              "best value exactly: not a flip")
     engine_top1: int
     reference_top1: int
     reference_top2_margin: float
@@ -180,6 +182,8 @@ class LogitsRow(_Model):
     nmse_pct: float
     cosine: float
     top1_match: float
+    top1_tie: bool = Field(False, description="the choices differ, but the reference's token ties the engine's "
+                                              "best value exactly: not a flip")
     top5_overlap: float
     max_abs_err: float
     mean_abs_err: float
@@ -218,6 +222,7 @@ class ForwardConsistency(_Model):
     top1_pct: float
     top1_decisive_pct: float | None = None
     decisive_positions: int | None = None
+    ties: int | None = Field(None, description="positions where the reference's token ties the engine's best value")
     flips: int | None = None
     flips_at_decisive: int | None = None
     per_position: list[PositionError] = []

@@ -225,7 +225,7 @@ def build_banner(doc) -> str:
             "Its figures are real measurements of that build: they show that the tutorial runs end to end "
             "and how that machine performs")
     body += ", not how the model performs on an Ascend NPU" if on_cpu else ""
-    body += ("; generated text and task accuracy on random weights mean nothing." if stand_in else ".")
+    body += ("; generated text and task accuracy on stand-in weights mean nothing." if stand_in else ".")
     return CI_BUILD_BANNER.format(title=f"Built {what}", body=body)
 
 

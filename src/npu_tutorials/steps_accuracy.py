@@ -73,7 +73,8 @@ class AccuracySteps:
         d, verdict = rep.to_dict(), rep.verdict()
         out = ForwardConsistency(num_tokens=d["num_tokens"], positions=d["positions"], top1_pct=d["top1_pct"],
                                  top1_decisive_pct=d.get("top1_decisive_pct"),
-                                 decisive_positions=d.get("decisive_positions"), flips=d.get("flips"),
+                                 decisive_positions=d.get("decisive_positions"), ties=d.get("ties"),
+                                 flips=d.get("flips"),
                                  flips_at_decisive=d.get("flips_at_decisive"), per_position=d["per_position"],
                                  ppl_engine=d["ppl_engine"], ppl_reference=d["ppl_reference"],
                                  ppl_rel_diff_pct=d["ppl_rel_diff_pct"], cosine=d["cosine"], kl_nats=d["kl_nats"],
@@ -94,7 +95,7 @@ class AccuracySteps:
             rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
                                                 self.reference_path, [i.prompt for i in qa.items], qa.max_tokens,
                                                 chat=True, stop_ids=self._stop_ids(), vocab_size=self.card.vocab_size)
-        verdict = consistency.text_verdict(rows, exact_min=qa.text_exact_min, real_weights=self._real)
+        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, real_weights=self._real)
         out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows), checks=_checks(verdict),
                             passed=verdict.passed, engine_dtype=self.accuracy_dtype)
         self.results.text_consistency = out

@@ -1,7 +1,7 @@
 """Task-level checks: short QA with expected answers, and GSM-style word problems.
 
-With stand-in (random) weights these pipelines still run end to end, but the
-scores measure nothing about the model; tables say so.
+With stand-in weights these pipelines still run end to end, but the scores
+measure nothing about the model; tables say so.
 """
 
 from __future__ import annotations
@@ -141,6 +141,6 @@ def qa_table(items, outputs: list[str], real_weights: bool) -> tuple[Table, int]
         correct += ok
         rows.append([item.prompt, " / ".join(item.expected), out, "correct" if ok else "wrong"])
     note = ("" if real_weights else
-            "Stand-in (random) weights: this score measures nothing about the model; it shows the pipeline runs.")
+            "Stand-in weights: this score measures nothing about the model; it shows the pipeline runs.")
     return Table(["question", "expected", "engine output", "result"], rows,
                  caption=f"Chinese QA: {correct} / {len(items)} correct", note=note), correct

@@ -20,6 +20,10 @@ from .cards import Card, HubRef
 from .errors import TutorialError
 
 MODES = ("auto", "real", "stand-in")
+# What an engine-vs-reference verdict means on stand-in weights (every page and report says it this way).
+STANDIN_VERDICT = ("stand-in weights with a planted next-token map (see 'How the checks work'): a PASS means the "
+                   "engine computes the same function as the fp32 reference on this checkpoint; it says nothing "
+                   "about the model's quality.")
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from .. import plots
+from ..metrics import agrees
 from ..tables import Table, Verdict, fmt
 from .base import BaseViews
+
+
+def _top1(r) -> str:
+    """One compared position's top-1 in words: the engine's choice is the reference's, an exact tie at the
+    engine's top (the reference's token has the engine's best value too), or a flip."""
+    return "match" if r.top1_match else ("tie" if r.top1_tie else "differs")
 
 
 class AccuracyViews(BaseViews):
@@ -22,11 +29,15 @@ class AccuracyViews(BaseViews):
         a = self.need("logits_agreement")
         cols = ["prompt", "tokens", "normalized MSE (%)", "cosine", "top-1", "top-5 overlap", "max |err|",
                 "mean |err|", "KL (nats)", "ref. top-1/top-2 gap", "decisive"]
-        rows = [[r.prompt, r.num_tokens, r.nmse_pct, fmt(r.cosine, 6), "match" if r.top1_match else "differs",
+        rows = [[r.prompt, r.num_tokens, r.nmse_pct, fmt(r.cosine, 6), _top1(r),
                  f"{100 * r.top5_overlap:.0f} %", r.max_abs_err, r.mean_abs_err, r.kl_nats,
                  r.reference_top2_margin, "–" if r.decisive is None else r.decisive] for r in a.rows]
-        flips = [r for r in a.rows if not r.top1_match]
+        flips = [r for r in a.rows if not agrees(r.model_dump())]
+        ties = sum(r.top1_tie for r in a.rows)
         note = f"Compared as {a.compared_form}, engine in {a.engine_dtype}. "
+        if ties:
+            note += (f"{ties} prompt(s) tie: the engine's best value is shared by the reference's token, and the "
+                     "engine's greedy choice (the first such index) is another: counted as agreement, not a flip. ")
         if flips:
             note += (f"{len(flips)} prompt(s) changed their top-1 token; there the reference's gap between its two "
                      f"best tokens ({', '.join(fmt(r.reference_top2_margin) for r in flips)}) against the largest "
@@ -66,7 +77,7 @@ class AccuracyViews(BaseViews):
     def consistency_flips(self) -> Table:
         """Every position where the engine's top-1 differs: the reference's margin beside the engine's error."""
         c = self.need("forward_consistency")
-        flips = [p for p in c.per_position if not p.top1_match]
+        flips = [p for p in c.per_position if not agrees(p.model_dump())]
         return Table(["position", "ref. top-1/top-2 gap", "engine error spread", "max |err|", "what it is"],
                      [[p.position, p.reference_top2_margin, p.err_spread, p.max_abs_err,
                        "an arithmetic difference (gap > error)" if p.decisive else "a near-tie (gap within error)"]
@@ -107,7 +118,8 @@ class AccuracyViews(BaseViews):
         note = ("'character similarity' is difflib's ratio of matching characters, not a semantic judgement; the "
                 "report's 'similar' was a reader's judgement. ")
         if not self.real:
-            note += "Stand-in weights: both columns are random text; what matters is whether they agree, and where not, why."
+            note += ("Stand-in weights: both columns follow the planted next-token map, not language; what matters "
+                     "is whether they agree, and where not, why.")
         return Table(["prompt", f"engine ({t.engine_dtype or self.dtype})", "reference (fp32 CPU)", "exact",
                       "first diverging token", "character similarity", "ref. top-1/top-2 gap there",
                       "engine error spread there"], rows, caption=caption, note=note)
@@ -121,7 +133,7 @@ class AccuracyViews(BaseViews):
         rows = [[r.question, r.expected, r.output, "correct" if r.correct else "wrong"] for r in s.rows]
         notes = []
         if not s.meaningful_for_model_quality:
-            notes.append("Stand-in (random) weights: this score measures nothing about the model; "
+            notes.append("Stand-in weights: this score measures nothing about the model; "
                          "it shows the pipeline runs.")
         if s.truncated:
             notes.append(f"{s.truncated} of {s.total} answers were cut off at {s.max_tokens} new tokens, "
@@ -150,8 +162,8 @@ class AccuracyViews(BaseViews):
                 ["max new tokens", s.max_tokens, "–"], ["answers cut off at the limit", s.truncated, "–"]]
         notes = []
         if not s.meaningful_for_model_quality:
-            notes.append("Stand-in (random) weights: 0 % here is expected and says nothing about the model; the "
-                         "pipeline (problems, generation, answer extraction, scoring) is what ran.")
+            notes.append("Stand-in weights: the score says nothing about the model; the pipeline (problems, "
+                         "generation, answer extraction, scoring) is what ran.")
         if s.truncated:
             notes.append(f"{s.truncated} answers reached the {s.max_tokens}-token limit: the cut-off limits this "
                          "score too, not only the weights.")
@@ -183,11 +195,10 @@ class AccuracyViews(BaseViews):
                                 f"{first:.0f} %, mean match {mean:.0f} %")
         if all(r.first_divergence is None for r in g.rows):
             t.note = "Every sequence is identical." + self._same_arithmetic_note(g.engine_dtype)
-        elif not self.real:
-            t.note = ("Stand-in (random) weights: next-token distributions are nearly flat, so the best two logits "
-                      "are often closer than the engine's numerical error; where the gap at the divergence point is "
-                      "below the error there, the flip is rounding, not a wrong kernel. After the first different "
-                      "token the two continue from different texts.")
+        else:
+            t.note = ("Where the gap at the divergence point is below the engine's error there, the flip is "
+                      "rounding at a near-tie; above it, an arithmetic difference. After the first different token "
+                      "the two continue from different texts.")
         t.note += self.method_note("greedy")
         return t
 

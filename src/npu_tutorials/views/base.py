@@ -8,6 +8,7 @@ from ..cards import Card
 from ..errors import TutorialError
 from ..schema import Check, ResultsDoc
 from ..tables import Verdict
+from ..weights import STANDIN_VERDICT
 
 
 class BaseViews:
@@ -63,6 +64,4 @@ class BaseViews:
 
     @property
     def stand_in_caveat(self) -> str:
-        return ("" if self.real else
-                "stand-in (random) weights: these figures measure how exactly the engine computes the same "
-                "network as the reference, not the quality of the model.")
+        return "" if self.real else STANDIN_VERDICT

@@ -54,8 +54,8 @@ class ServingViews(BaseViews):
         rows = [["weights", w.label], ["kind", w.kind], ["source", w.source]]
         rows += [[k, fmt(v) if not isinstance(v, list) else ", ".join(map(str, v))] for k, v in w.config.items()]
         note = ("" if w.kind == "real" else
-                "Stand-in weights: generated text is random and task accuracy means nothing; "
-                "speed and engine-vs-reference agreement are still real measurements of this network's shape.")
+                "Stand-in weights: generated text follows a planted next-token map, not language, and task accuracy "
+                "means nothing; speed and engine-vs-reference agreement are still real measurements of this network.")
         return Table(["item", "value"], rows, caption="Weights used by this build", note=note)
 
     def properties(self) -> Table:
@@ -130,7 +130,7 @@ class ServingViews(BaseViews):
         else:
             rows = [["prompt", f.prompt], ["completion", f.text], ["finish reason", f.finish_reason], ["usage", usage]]
             caption = "Functional check through the OpenAI client"
-        note = "" if self.real else "Stand-in weights: the text is random tokens by design."
+        note = "" if self.real else "Stand-in weights: the text follows the planted next-token map by design."
         return Table(["", ""], rows, caption=caption, note=note)
 
     # -- benchmark -------------------------------------------------------------------
