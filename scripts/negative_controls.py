@@ -1,18 +1,20 @@
 #!/usr/bin/env python
-"""Negative controls: the smallest perturbation each check detects.
+"""Negative controls: the smallest fault of each tensor family that each check detects.
 
-  python scripts/negative_controls.py tiny --out negative-controls.json
-  python scripts/negative_controls.py qwen2.5-0.5b --out FILE.json [--weights PATH]
+  python scripts/negative_controls.py                       # every card, into results/methods/
+  python scripts/negative_controls.py qwen2.5-0.5b --out-dir DIR [--families mlp,norms] [--ladder 0.1,1]
 
-Serves the right checkpoint, then copies of it with one layer's MLP
-down-projection perturbed by rel x its RMS (seeded Gaussian noise) for each
-rel of a fixed ladder (one server per rung), runs every engine-vs-reference
-check (last-position logits, every-position consistency, greedy agreement,
-text consistency) against the fp32 reference of the RIGHT checkpoint, and
-writes, per check and per metric, the smallest rel whose verdict is FAIL,
-with every rung's figures and the provenance (date, git commit, backend,
-dtype, model, vLLM version).  ``tiny`` is the 2-layer test stand-in of the
-Qwen2.5-0.5B card.  Run it alone: it starts up to ten engines in a row.
+For each card: its tiny planted stand-in (the card's architecture shrunk to 2
+layers: Qwen2 with a tied head, first-generation QWen served through the
+converter, palmyra-mini's untied head), served as the right checkpoint, then
+copies of it with every tensor of one family (embedding/head, attention, MLP,
+norms) perturbed by rel x its RMS (seeded Gaussian noise), one server per
+rung, climbing the ladder until every metric of the card's checks has failed.
+The checks are the card's own (its prompts and thresholds, the objects its
+page uses), run against the fp32 reference of the RIGHT checkpoint.  Writes
+``negative-controls-<card>.json`` per card: each family's first failing rel
+per check and per metric, every rung's figures, a digest of the check code and
+thresholds, and the provenance (date, commit, backend, dtype, vLLM version).
 """
 
 import argparse
@@ -22,86 +24,94 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
 
 from npu_tutorials.errors import run_cli  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", help="'tiny' or a card key (e.g. qwen2.5-0.5b)")
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--weights", type=Path, help="checkpoint folder (default: the card's stand-in)")
-    ap.add_argument("--layer", type=int, default=0, help="layer whose MLP down-projection is perturbed")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the perturbation noise")
+    ap.add_argument("models", nargs="*", help="card keys (default: every card)")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "results" / "methods")
+    ap.add_argument("--families", default=None, help="comma-separated tensor families (default: all)")
     ap.add_argument("--ladder", default=None, help="comma-separated relative RMS values (default: controls.LADDER)")
-    ap.add_argument("--spec", choices=("tiny", "default"), default=None,
-                    help="which check set (default: tiny for the tiny stand-in, else the tutorials' own)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the perturbation noise")
     a = ap.parse_args()
 
     from npu_tutorials import accuracy, controls
-    from npu_tutorials.backend import describe_environment, detect_backend, engine_dtype
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype
+    from npu_tutorials.cards import known_models, load_card
     from npu_tutorials.commands import CONVERTED_ARCHS, build_env, server_argv
+    from npu_tutorials.errors import TutorialError
     from npu_tutorials.results import git_commit, now_utc
     from npu_tutorials.server import VLLMServer, free_port
     from npu_tutorials.standin import ensure_standin, tiny_config
 
-    t0 = time.monotonic()
-    tiny = a.model == "tiny"
-    card = load_card("qwen2.5-0.5b" if tiny else a.model)
-    if a.weights:
-        right, weights = a.weights, f"{a.weights}"
-    else:
-        info = ensure_standin(card, config=tiny_config(card.config) if tiny else None, label="tiny" if tiny else "")
-        right, weights = info.path, f"stand-in seed {info.seed}, sha256 {info.sha256[:12]}"
-    if card.architecture in CONVERTED_ARCHS:
-        from npu_tutorials.convert import ensure_converted
-
-        right = ensure_converted(right)
-    backend = detect_backend()
-    dtype, dtype_note = engine_dtype(card.serve.dtype, backend)
-    gen = json.loads((right / "generation_config.json").read_text()) if (right / "generation_config.json").is_file() else {}
-    eos = gen.get("eos_token_id")
-    stop_ids = eos if isinstance(eos, list) else ([eos] if eos is not None else None)
-    spec = (controls.tiny_spec if (a.spec or ("tiny" if tiny else "default")) == "tiny" else controls.default_spec)(stop_ids)
+    models = a.models or known_models()
+    families = tuple(a.families.split(",")) if a.families else tuple(controls.FAMILIES)
+    for f in families:
+        controls.family_tensors([], f)  # an unknown family: one line
     ladder = tuple(float(x) for x in a.ladder.split(",")) if a.ladder else controls.LADDER
-    eager = backend == "cpu" and not card.serve.enforce_eager  # the tutorials' CPU builds run eager
-    extra = list(accuracy.RAW_LOGITS_FLAGS) + (["--enforce-eager"] if eager else [])
-    max_len = card.serve.cpu_max_model_len if backend == "cpu" else None
+    backend = detect_backend()
     env = describe_environment(backend)
+    a.out_dir.mkdir(parents=True, exist_ok=True)
+    for key in models:
+        t0 = time.monotonic()
+        card = load_card(key)
+        if not card.accuracy.model_dump(exclude_none=True):
+            raise TutorialError(f"cards/{key}.yaml declares no engine-vs-reference check")
+        info = ensure_standin(card, config=tiny_config(card.config), label="tiny")
+        right = info.path
+        if card.architecture in CONVERTED_ARCHS:
+            from npu_tutorials.convert import ensure_converted
 
-    def serve(path: Path) -> VLLMServer:
-        port = free_port()
-        argv = server_argv(card, path, backend, host="127.0.0.1", port=port, extra=extra, native=False, dtype=dtype,
-                           max_model_len=max_len)
-        return VLLMServer(argv, host="127.0.0.1", port=port, env=build_env(card, backend),
-                          log_path=Path(tempfile.gettempdir()) / f"negative-controls-{path.name}.log")
+            right = ensure_converted(right)
+        served = engine_dtype(card.serve.dtype, backend, env.device_name)
+        dtype = accuracy_dtype(card.serve.dtype, backend, served.dtype)  # as the pages' checks run
+        dtype_note = served.why if dtype == served.dtype else ""
+        gen = json.loads((right / "generation_config.json").read_text()) \
+            if (right / "generation_config.json").is_file() else {}
+        eos = gen.get("eos_token_id")
+        stop_ids = eos if isinstance(eos, list) else ([eos] if eos is not None else None)
+        spec = controls.spec_for_card(card, stop_ids)
+        extra = list(accuracy.RAW_LOGITS_FLAGS) + (["--enforce-eager"] if backend == "cpu" else [])
+        max_len = card.serve.cpu_max_model_len if backend == "cpu" else None
 
-    with tempfile.TemporaryDirectory(prefix="negative-controls-") as work:
-        res = controls.run_ladder(serve, right, right, spec, card.serve.served_model_name, card.vocab_size,
-                                  Path(work), ladder=ladder, layer=a.layer, seed=a.seed,
-                                  log=lambda m: print(m, flush=True))
-    doc = {
-        "schema": 1,
-        "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": backend,
-                       "device": f"{env.device_name} x {env.device_count}", "dtype": dtype, "dtype_note": dtype_note,
-                       "model": "tiny stand-in of " + card.key if tiny else card.key, "weights": weights,
-                       "versions": env.versions, "wall_time_s": round(time.monotonic() - t0, 1)},
-        "perturbation": {"definition": "w + rel * rms(w) * N(0, 1), noise from torch.Generator().manual_seed(seed), "
-                                       "cast back to the tensor's dtype",
-                         "tensor": controls.down_proj_name(json.loads((right / "config.json").read_text()), a.layer),
-                         "layer": a.layer, "seed": a.seed, "ladder": list(ladder)},
-        "reference": "transformers fp32 on the CPU, the right (unperturbed) checkpoint",
-        "spec": spec.to_dict(),
-        **res,
-    }
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
-    print("smallest perturbation that fails each check:", json.dumps(res["first_fail"]))
-    for c, m in res["first_fail_by_metric"].items():
-        print(f"  {c}: " + ", ".join(f"{k} {v}" for k, v in m.items()))
-    print(f"wrote {a.out}")
+        def serve(path: Path, card=card, extra=extra, max_len=max_len, dtype=dtype) -> VLLMServer:
+            port = free_port()
+            argv = server_argv(card, path, backend, host="127.0.0.1", port=port, extra=extra, native=False,
+                               dtype=dtype, max_model_len=max_len)
+            return VLLMServer(argv, host="127.0.0.1", port=port, env=build_env(card, backend),
+                              log_path=Path(tempfile.gettempdir()) / f"negative-controls-{path.name}.log")
+
+        print(f"{key}: the card's checks {', '.join(spec.checks)} on its tiny stand-in ({right.name})", flush=True)
+        with tempfile.TemporaryDirectory(prefix="negative-controls-") as work:
+            res = controls.run_ladder(serve, right, right, spec, card.serve.served_model_name, card.vocab_size,
+                                      Path(work), ladder=ladder, families=families, seed=a.seed,
+                                      log=lambda m: print("  " + m, flush=True))
+        doc = {
+            "schema": 2,
+            "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": backend,
+                           "device": f"{env.device_name} x {env.device_count}", "dtype": dtype,
+                           "dtype_note": dtype_note, "model": card.key, "architecture": card.architecture,
+                           "weights": f"tiny planted stand-in of {card.key} (2 layers, hidden 256), seed {info.seed}, "
+                                      f"sha256 {info.sha256[:12]}",
+                           "versions": env.versions, "wall_time_s": round(time.monotonic() - t0, 1)},
+            "perturbation": {"definition": "w + rel * rms(w) * N(0, 1) for every tensor of the family, noise from "
+                                           "torch.Generator().manual_seed(seed), cast back to the tensor's dtype",
+                             "families": {f: controls.FAMILIES[f] for f in families}, "seed": a.seed,
+                             "ladder": list(ladder)},
+            "reference": "transformers fp32 on the CPU, the right (unperturbed) checkpoint",
+            "spec": spec.to_dict(),
+            "check_digest": controls.check_digest(spec),
+            **res,
+        }
+        out = a.out_dir / f"negative-controls-{key}.json"
+        out.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
+        for fam, r in res["families"].items():
+            print(f"  {fam}: first FAIL per check {json.dumps(r['first_fail'])}")
+        print(f"wrote {out}", flush=True)
     return 0
 
 

@@ -70,11 +70,11 @@ def raw_server(card, tiny, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_spec(tiny):
-    from npu_tutorials.controls import tiny_spec
+    from npu_tutorials.controls import combined_spec, trimmed
 
     gen = json.loads((tiny.path / "generation_config.json").read_text())
     eos = gen["eos_token_id"]
-    return tiny_spec(eos if isinstance(eos, list) else [eos])
+    return trimmed(combined_spec(eos if isinstance(eos, list) else [eos]))
 
 
 @pytest.fixture(scope="session")

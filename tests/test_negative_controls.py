@@ -105,9 +105,9 @@ def test_the_log_probability_comparison_fails_too(wrong, card, tiny, tiny_spec):
     from npu_tutorials import accuracy, reference
 
     srv, _ = wrong
-    t = tiny_spec.logits_thresholds
+    t = tiny_spec.logits.thresholds.model_dump()
     raw_fail = lp_fail = False
-    for prompt in tiny_spec.logits_prompts:
+    for prompt in tiny_spec.logits.prompts:
         ids = reference.tokenize(tiny.path, prompt)
         eng = accuracy.engine_last_logits(srv, card.serve.served_model_name, ids, card.vocab_size)
         ref = reference.last_logits(tiny.path, ids)[: card.vocab_size]

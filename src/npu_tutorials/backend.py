@@ -148,6 +148,12 @@ class EngineDtype(NamedTuple):
     why: str  # "" when the engine runs the card's dtype as the card says
 
 
+def accuracy_dtype(card_dtype: str, backend: str, served: str) -> str:
+    """The dtype the engine-vs-reference checks run in: the card's wherever the device has it, also on a
+    CPU that serves float32 for speed (a bf16 engine is started for them there); else what is served."""
+    return card_dtype if backend == "cpu" else served
+
+
 def engine_dtype(card_dtype: str, backend: str, device_name: str | None = None) -> EngineDtype:
     """The dtype the engine serves in on this device, whether it must run eager, and why.
 

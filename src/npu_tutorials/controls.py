@@ -3,11 +3,13 @@
 A check that cannot fail proves nothing.  Each engine-vs-reference check
 (last-position logits, every-position consistency, greedy agreement, text
 consistency) is run with the engine serving a deliberately wrong checkpoint —
-the right one with one tensor perturbed by a stated relative amount
-(:func:`perturb_checkpoint`), or a stand-in drawn with another seed — against
-the fp32 reference of the right checkpoint.  :func:`run_checks` returns every
-check's verdict; ``scripts/negative_controls.py`` walks a ladder of
-perturbations to find the smallest one each check detects.
+the right one with the tensors of one family (embedding/head, attention, MLP,
+norms) perturbed by a stated relative amount (:func:`perturb_checkpoint`) —
+against the fp32 reference of the right checkpoint, with the cards' own check
+objects (:func:`spec_for_card`): the pages' prompts and thresholds.
+:func:`run_checks` returns every check's verdict; ``scripts/negative_controls.py``
+walks a ladder of perturbations per family to find the smallest one each check
+detects, and which faults a check cannot see.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import accuracy, consistency
-from .cards import ConsistencyCheck, LogitsCheck
+from .cards import ConsistencyCheck, GreedyCheck, LogitsCheck, QACheck
 from .errors import TutorialError
 from .server import VLLMServer
 
 MARKER = "PERTURBED.json"
-# relative RMS of the perturbation of one layer's MLP down-projection
-LADDER = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+# relative RMS of the perturbation of every tensor of one family
+LADDER = (1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0)
 CHECKS = ("logits", "consistency", "greedy", "text")
 
 
@@ -124,24 +126,65 @@ def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: 
 
 @dataclass
 class ControlSpec:
-    """What each check runs and the thresholds its verdict uses."""
+    """The checks to run: the cards' own check objects (the pages' prompts and thresholds)."""
 
-    logits_prompts: list[str]
-    logits_thresholds: dict  # LogitsThresholds: nmse_pct_max, top1_pct_min
-    consistency_text: str
-    consistency_thresholds: dict  # ConsistencyThresholds: top1_pct_min, ppl_rel_diff_pct_max, cosine_min, kl_max
-    greedy_prompts: list[str]
-    greedy_tokens: int
-    greedy_thresholds: dict  # first_token_pct_min, mean_match_pct_min
-    text_prompts: list[str]
-    text_tokens: int
-    text_exact_min: int
-    text_chat: bool = True
+    logits: LogitsCheck | None = None
+    consistency: ConsistencyCheck | None = None
+    greedy: GreedyCheck | None = None
+    text: QACheck | None = None           # text consistency: its chat prompts, tokens and exact_min
     stop_ids: list[int] | None = None
-    notes: list[str] = field(default_factory=list)
+    source: str = ""                      # which cards it came from, and how it was trimmed
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        return tuple(c for c in CHECKS if getattr(self, c) is not None)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = {c: getattr(self, c).model_dump() for c in self.checks}
+        if self.text is not None:
+            out["text"]["exact_min"] = self.text.exact_min
+        return {**out, "stop_ids": self.stop_ids, "source": self.source}
+
+
+def spec_for_card(card, stop_ids: list[int] | None = None) -> ControlSpec:
+    """Every engine-vs-reference check ``card`` declares, with its prompts and thresholds (the same
+    objects the card's page uses)."""
+    a = card.accuracy
+    return ControlSpec(logits=a.logits, consistency=a.consistency, greedy=a.greedy, text=a.qa, stop_ids=stop_ids,
+                       source=f"cards/{card.key}.yaml")
+
+
+def combined_spec(stop_ids: list[int] | None = None) -> ControlSpec:
+    """Every check of every card on one engine (each check from the card that declares it)."""
+    from .cards import known_models, load_card
+
+    spec, sources = ControlSpec(stop_ids=stop_ids), []
+    for key in known_models():
+        own = spec_for_card(load_card(key))
+        for c in own.checks:
+            if getattr(spec, c) is None:
+                setattr(spec, c, getattr(own, c))
+                sources.append(f"{c} from cards/{key}.yaml")
+    spec.source = ", ".join(sources)
+    return spec
+
+
+def trimmed(spec: ControlSpec, prompts: int = 2) -> ControlSpec:
+    """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds):
+    the first ``prompts`` prompts of each check, and the consistency text's first sentence."""
+    import re
+
+    out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check")
+    if spec.logits:
+        out.logits = spec.logits.model_copy(update={"prompts": spec.logits.prompts[:prompts]})
+    if spec.consistency:
+        first = re.split(r"(?<=[.。!?])\s*", spec.consistency.text.strip(), maxsplit=1)[0]
+        out.consistency = spec.consistency.model_copy(update={"text": first})
+    if spec.greedy:
+        out.greedy = spec.greedy.model_copy(update={"prompts": spec.greedy.prompts[:prompts]})
+    if spec.text:
+        out.text = spec.text.model_copy(update={"items": spec.text.items[:prompts], "text_exact_min": None})
+    return out
 
 
 def _verdict_dict(v, figures: dict) -> dict:
@@ -150,38 +193,37 @@ def _verdict_dict(v, figures: dict) -> dict:
 
 
 def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: ControlSpec, vocab_size: int,
-               only: tuple[str, ...] = CHECKS, keep_reports: bool = False) -> dict[str, dict]:
-    """Run the checks named in ``only`` with the engine behind ``server`` against the reference at
-    ``ref_path``.  Returns ``{check: {"passed": bool, "checks": [{"metric", "measured", "threshold",
-    "passed"}], "figures": {...}}}`` for check in ``logits``, ``consistency``, ``greedy``, ``text``;
-    with ``keep_reports`` each also holds ``"report"``: the LogitsReport, ConsistencyReport or
-    list of TextRow it came from (not JSON-able)."""
+               only: tuple[str, ...] | None = None, keep_reports: bool = False) -> dict[str, dict]:
+    """Run the checks of ``spec`` (those named in ``only``, default all) with the engine behind
+    ``server`` against the reference at ``ref_path``, with the same functions and verdicts as the
+    pages.  Returns ``{check: {"passed": bool, "checks": [{"metric", "measured", "threshold",
+    "passed"}], "figures": {...}}}``; with ``keep_reports`` each also holds ``"report"``: the
+    LogitsReport, ConsistencyReport or list of TextRow it came from (not JSON-able)."""
+    only = spec.checks if only is None else tuple(c for c in only if c in spec.checks)
     out: dict[str, dict] = {}
     reports: dict[str, object] = {}
     if "logits" in only:
-        rep = accuracy.logits_agreement(server, model, ref_path,
-                                        LogitsCheck(prompts=spec.logits_prompts, thresholds=spec.logits_thresholds),
-                                        vocab_size, real_weights=False)
+        rep = accuracy.logits_agreement(server, model, ref_path, spec.logits, vocab_size, real_weights=False)
         out["logits"], reports["logits"] = _verdict_dict(rep.verdict(), rep.summary), rep
     if "consistency" in only:
-        rep = consistency.forward_consistency(server, model, ref_path,
-                                              ConsistencyCheck(text=spec.consistency_text,
-                                                               thresholds=spec.consistency_thresholds),
-                                              vocab_size, real_weights=False)
+        rep = consistency.forward_consistency(server, model, ref_path, spec.consistency, vocab_size,
+                                              real_weights=False)
         d = rep.to_dict()
         d.pop("per_position")
         out["consistency"], reports["consistency"] = _verdict_dict(rep.verdict(), d), rep
     if "greedy" in only:
-        rows = consistency.text_consistency(server, model, ref_path, spec.greedy_prompts, spec.greedy_tokens,
-                                            chat=False, vocab_size=vocab_size)
-        out["greedy"] = _verdict_dict(consistency.greedy_verdict(rows, **spec.greedy_thresholds),
+        g = spec.greedy
+        rows = consistency.text_consistency(server, model, ref_path, g.prompts, g.num_tokens, chat=False,
+                                            vocab_size=vocab_size)
+        out["greedy"] = _verdict_dict(consistency.greedy_verdict(rows, **g.thresholds.model_dump()),
                                       consistency.greedy_summary(rows))
         reports["greedy"] = rows
     if "text" in only:
-        rows = consistency.text_consistency(server, model, ref_path, spec.text_prompts, spec.text_tokens,
-                                            chat=spec.text_chat, stop_ids=spec.stop_ids, vocab_size=vocab_size,
+        t = spec.text
+        rows = consistency.text_consistency(server, model, ref_path, [i.prompt for i in t.items], t.max_tokens,
+                                            chat=True, stop_ids=spec.stop_ids, vocab_size=vocab_size,
                                             measure_errors=False)
-        out["text"] = _verdict_dict(consistency.text_verdict(rows, exact_min=spec.text_exact_min),
+        out["text"] = _verdict_dict(consistency.text_verdict(rows, exact_min=t.exact_min),
                                     {"exact": sum(r.exact for r in rows), "total": len(rows),
                                      "mean_similarity": sum(r.similarity for r in rows) / len(rows)})
         reports["text"] = rows
@@ -189,47 +231,6 @@ def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: Contr
         for k, rep in reports.items():
             out[k]["report"] = rep
     return out
-
-
-# Thresholds for the checks no card states yet (greedy agreement, text consistency).
-GREEDY_THRESHOLDS = {"first_token_pct_min": 100.0, "mean_match_pct_min": 90.0}
-
-
-def default_spec(stop_ids: list[int] | None = None) -> ControlSpec:
-    """The tutorials' own checks: logits (Qwen2.5-0.5B card), every-position consistency and the
-    chat texts (Qwen-1_8B-Chat card), greedy prompts (palmyra-mini card), with the cards' thresholds
-    and :data:`GREEDY_THRESHOLDS`; text consistency must reproduce every text exactly."""
-    from .cards import load_card
-
-    q05, q18, pal = load_card("qwen2.5-0.5b"), load_card("qwen-1_8b-chat"), load_card("palmyra-mini")
-    texts = [i.prompt for i in q18.accuracy.qa.items]
-    return ControlSpec(
-        logits_prompts=list(q05.accuracy.logits.prompts),
-        logits_thresholds=q05.accuracy.logits.thresholds.model_dump(),
-        consistency_text=q18.accuracy.consistency.text,
-        consistency_thresholds=q18.accuracy.consistency.thresholds.model_dump(),
-        greedy_prompts=list(pal.accuracy.greedy.prompts), greedy_tokens=pal.accuracy.greedy.num_tokens,
-        greedy_thresholds=dict(GREEDY_THRESHOLDS),
-        text_prompts=texts, text_tokens=q18.accuracy.qa.max_tokens, text_exact_min=len(texts), stop_ids=stop_ids,
-        notes=["thresholds: logits from cards/qwen2.5-0.5b.yaml, consistency from cards/qwen-1_8b-chat.yaml, "
-               "greedy from controls.GREEDY_THRESHOLDS, text: every text identical"])
-
-
-def tiny_spec(stop_ids: list[int] | None = None) -> ControlSpec:
-    """A small set for tests on the tiny stand-in (few full-vocabulary requests: each costs ~2 s
-    on 2 cores).  Thresholds as :func:`default_spec`, except every-position top-1 >= 80 %: random
-    weights make near-ties, and a flip at one of 6 positions is a tie, not a fault (the
-    per-position margins say which)."""
-    return ControlSpec(
-        logits_prompts=["The capital of France is", "def fibonacci(n):"],
-        logits_thresholds={"nmse_pct_max": 1.0, "top1_pct_min": 100.0},
-        consistency_text="The capital of France is Paris.",
-        consistency_thresholds={"top1_pct_min": 80.0, "ppl_rel_diff_pct_max": 1.0, "cosine_min": 0.9999,
-                                "kl_max": 0.001},
-        greedy_prompts=["Hello, how are you?", "The capital of France is"], greedy_tokens=8,
-        greedy_thresholds=dict(GREEDY_THRESHOLDS),
-        text_prompts=["中国的首都是？", "Translate Hello"], text_tokens=8, text_exact_min=2, stop_ids=stop_ids,
-        notes=["tiny stand-in set (controls.tiny_spec)"])
 
 
 def first_failures(baseline: dict, rungs: list[dict]) -> tuple[dict, dict]:
@@ -255,36 +256,55 @@ def first_failures(baseline: dict, rungs: list[dict]) -> tuple[dict, dict]:
 
 
 def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path, spec: ControlSpec,
-               model: str, vocab_size: int, workdir: Path, *, ladder: tuple[float, ...] = LADDER, layer: int = 0,
-               seed: int = 0, log: Callable[[str], None] = print) -> dict:
-    """The right checkpoint, then each rung of ``ladder`` (one server each, ``serve(path)`` starts it),
-    until every metric of every check has failed once.  A check whose metrics have all failed is not
-    run again.  ``None`` in the first-failure maps: no FAIL up to the ladder's top.
+               model: str, vocab_size: int, workdir: Path, *, ladder: tuple[float, ...] = LADDER,
+               families: tuple[str, ...] = tuple(FAMILIES), seed: int = 0,
+               log: Callable[[str], None] = print) -> dict:
+    """The right checkpoint, then for each tensor family each rung of ``ladder`` (one server each,
+    ``serve(path)`` starts it), until every metric of every check has failed once for that family.
+    A check whose metrics have all failed is not run again for that family.  ``None`` in the
+    first-failure maps: no FAIL up to the ladder's top.
 
-    Returns ``{"baseline": run_checks(...), "rungs": [{"rel", "perturbation": perturb_checkpoint(...),
-    "results": run_checks(...)}], "first_fail": {...}, "first_fail_by_metric": {...}}``."""
+    Returns ``{"baseline": run_checks(...), "families": {family: {"rungs": [{"rel", "perturbation":
+    perturb_checkpoint(...), "results": run_checks(...)}], "first_fail": {...},
+    "first_fail_by_metric": {...}}}}``."""
     def checks_on(path: Path, only: tuple[str, ...]) -> dict:
         with serve(path) as srv:
             return run_checks(srv, model, ref_path, spec, vocab_size, only)
 
     def still_pending(rungs_: list[dict]) -> tuple[str, ...]:
         _, by_metric = first_failures(baseline, rungs_)
-        return tuple(c for c in CHECKS if any(v is None for v in by_metric[c].values()))
+        return tuple(c for c in spec.checks if any(v is None for v in by_metric[c].values()))
 
-    baseline = checks_on(right, CHECKS)
+    baseline = checks_on(right, spec.checks)
     log("right checkpoint: " + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}" for c, r in baseline.items()))
-    rungs: list[dict] = []
-    pending = still_pending(rungs)
-    for rel in ladder:
-        if not pending:
-            break
-        dst = Path(workdir) / f"rel{rel:g}"
-        meta = perturb_checkpoint(right, dst, rel=rel, layer=layer, seed=seed)
-        res = checks_on(dst, pending)
-        shutil.rmtree(dst, ignore_errors=True)
-        rungs.append({"rel": rel, "perturbation": meta, "results": res})
-        log(f"rel {rel:g} (realized {meta['realized_rel']:.3g}): "
-            + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}" for c, r in res.items()))
+    out: dict = {}
+    for family in families:
+        rungs: list[dict] = []
         pending = still_pending(rungs)
-    first, by_metric = first_failures(baseline, rungs)
-    return {"baseline": baseline, "rungs": rungs, "first_fail": first, "first_fail_by_metric": by_metric}
+        for rel in ladder:
+            if not pending:
+                break
+            dst = Path(workdir) / f"{family.replace('/', '-')}-rel{rel:g}"
+            meta = perturb_checkpoint(right, dst, rel=rel, family=family, seed=seed)
+            res = checks_on(dst, pending)
+            shutil.rmtree(dst, ignore_errors=True)
+            rungs.append({"rel": rel, "perturbation": meta, "results": res})
+            log(f"{family} rel {rel:g} (realized {meta['realized_rel']:.3g}): "
+                + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}" for c, r in res.items()))
+            pending = still_pending(rungs)
+        first, by_metric = first_failures(baseline, rungs)
+        out[family] = {"rungs": rungs, "first_fail": first, "first_fail_by_metric": by_metric}
+    return {"baseline": baseline, "families": out}
+
+
+def check_digest(spec: ControlSpec) -> str:
+    """A digest of the check code (metrics, the checks, the controls) and of the spec's thresholds and
+    inputs: a recorded control run whose digest differs from today's measured other checks."""
+    import hashlib
+
+    h = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in ("metrics.py", "accuracy.py", "consistency.py", "controls.py"):
+        h.update((here / name).read_bytes())
+    h.update(json.dumps(spec.to_dict(), sort_keys=True, ensure_ascii=False).encode())
+    return h.hexdigest()[:16]

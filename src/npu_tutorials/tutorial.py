@@ -23,7 +23,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .backend import describe_environment, detect_backend, engine_dtype, host_threads
+from .backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype, host_threads
 from .cards import BenchProfile, load_card
 from .commands import CONVERTED_ARCHS
 from .errors import TutorialError
@@ -97,9 +97,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
         self.profile_name = select_profile(self.card, self.backend)
         e = engine_dtype(self.card.serve.dtype, self.backend, self.env.device_name)
         self.dtype, self.eager_required, self.dtype_note = e.dtype, e.eager_required, e.why
-        # engine-vs-reference checks run in the card's dtype wherever the device has it, also on a CPU
-        # that serves float32 for speed (a bf16 engine is started for them there)
-        self.accuracy_dtype = self.card.serve.dtype if self.backend == "cpu" else self.dtype
+        self.accuracy_dtype = accuracy_dtype(self.card.serve.dtype, self.backend, self.dtype)
         self.jobs = max(1, int(os.environ.get("TUTORIAL_JOBS_RUNNING", "1")))
         self.threads = max(1, host_threads() // self.jobs)  # concurrent tutorials share the host's cores
         import torch  # the fp32 reference and CPU baselines use their share of the cores
