@@ -276,10 +276,10 @@ def test_support_matrix_from_synthetic_documents():
     lines = md.splitlines()
     assert lines[0] == "| model | this build: AMD EPYC (2 cores) (cpu) | Ascend910B3 x 1 (npu) |"
     palmyra, qwen18, qwen05 = lines[2:]
-    assert "**failed**" in palmyra and "700.0 tok/s" in palmyra
+    assert "**failed**" in palmyra and "output throughput 700 tok/s" in palmyra
     assert "| Qwen-1_8B-Chat | not run | not recorded |" == qwen18
-    assert "{doc}`executed </tutorials/models/qwen2.5-0.5b>`" in qwen05 and "100.0 tok/s" in qwen05
-    assert "accuracy PASS" in qwen05 and "456.3 tok/s" in qwen05 and "*stale: 333 days old*" in qwen05
+    assert "{doc}`executed </tutorials/models/qwen2.5-0.5b>`" in qwen05 and "output throughput 100 tok/s" in qwen05
+    assert "accuracy PASS" in qwen05 and "output throughput 456.3 tok/s" in qwen05 and "*stale: 333 days old*" in qwen05
 
 
 def test_coverage_matrix_comes_from_the_cards():
@@ -326,3 +326,43 @@ def test_every_view_renders_each_recorded_document(path):
         except TutorialError as exc:
             assert "have no '" in str(exc), f"{name}: {exc}"
     assert rendered >= 15
+
+
+RECORDED = [p for p in sorted((ROOT / "results").glob("*/*.json")) if p.parent.name != "methods"]
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_one_figure_per_label_in_every_place(path):
+    """A headline figure (throughput, median TTFT, median TPOT, roofline fraction) is computed once
+    (headline.headline_figures) and every place that shows it shows the same cell: the bench table,
+    "On other hardware", the gate table (against itself), the landing matrix and what make check
+    GATE=1 compares."""
+    from npu_tutorials.headline import headline_figures, headline_stats
+
+    doc = results.read_doc(path)
+    card = load_card(path.parent.name)
+    show = Views(doc, card)
+    figs = headline_figures(doc)
+    assert {"output_throughput", "median_ttft_ms", "median_tpot_ms"} <= set(figs)
+
+    def cells(table):
+        return {str(c) for row in table.rows for c in row}
+
+    other = cells(show.on_other_hardware([]))
+    gate_cells = cells(show.gate_table([doc]))
+    md = support_matrix([card], {card.key: "x"}, {card.key: doc}, {}, None)
+    stats = headline_stats(doc)
+    for key, f in figs.items():
+        assert f.text() in other, (key, f.text())
+        if key != "roofline_fraction" or "roofline" in " ".join(c for c in gate_cells):
+            assert f.text() in gate_cells, (key, f.text())
+        assert stats[key] == f.stat  # what the gate compares
+        if key != "roofline_fraction":
+            assert f.short() in md, (key, f.short())
+    if doc.results.benchmark:
+        bench = cells(show.bench_table())
+        for key in ("output_throughput", "median_ttft_ms", "median_tpot_ms"):
+            assert figs[key].text() in bench, key
+        # the label says what the median is over
+        labels = [row[0] for row in show.bench_table().rows]
+        assert any("median over" in label and "requests" in label for label in labels)

@@ -23,50 +23,86 @@ METRICS = [
 ]
 
 
-def headlines(doc: ResultsDoc) -> dict[str, float]:
-    """The document's headline figures: the benchmark at the report's conditions where it ran,
-    else the concurrency sweep (throughput at the highest concurrency, latency at 1)."""
-    r, out = doc.results, {}
-    if r.benchmark:
-        s = r.benchmark.summary
-        for k in ("output_throughput", "median_ttft_ms", "median_tpot_ms"):
-            if k in s:
-                out[k] = float(s[k])
-    elif r.concurrency_sweep:
-        top = r.concurrency_sweep[-1]
-        one = r.concurrency_sweep[0]
-        out["output_throughput"] = top.output_throughput.median
-        out["median_ttft_ms"] = one.ttft_ms.median
-        out["median_tpot_ms"] = one.tpot_ms.median
-    if r.efficiency and r.efficiency.fraction is not None:
-        out["roofline_fraction"] = r.efficiency.fraction
-    return out
+@dataclass(frozen=True)
+class Figure:
+    """One headline figure of a document: its statistic and what the median is taken over."""
+
+    key: str
+    label: str
+    unit: str
+    better: str
+    stat: Stat
+    over: str       # "3 runs", "24 requests of 3 runs", ...
+
+    @property
+    def value(self) -> float:
+        return self.stat.median
+
+    def short(self) -> str:
+        """``"median TPOT 43.2 ms"``: the label and the median, as compact cells show it."""
+        return f"{self.label} {_fmt(self.key, self.stat.median)}{' ' + self.unit if self.unit else ''}"
+
+    def text(self) -> str:
+        """``"106 tok/s (IQR 103–108, n=3 runs)"``: the median, its spread and its sample."""
+        v = _fmt(self.key, self.stat.median)
+        if self.stat.n == 1:
+            return f"{v} (one {self.over.split(' ', 1)[-1].rstrip('s')})"
+        return f"{v} (IQR {_fmt(self.key, self.stat.q1)}–{_fmt(self.key, self.stat.q3)}, n={self.over})"
 
 
-def headline_stats(doc: ResultsDoc) -> dict[str, Stat]:
-    """The headline figures with their spread: throughput over repeated runs, TTFT and TPOT over
-    requests, the roofline fraction from the TPOT's quartiles (what the regression gate compares)."""
+def _fmt(key: str, v: float) -> str:
+    return f"{100 * v:.1f} %" if key == "roofline_fraction" else f"{v:.4g}"
+
+
+def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
+    """THE headline figures of a document, one definition for every page, table, plot and gate:
+
+    * output throughput: median over the repeated runs of the benchmark at the report's conditions;
+    * median TTFT and TPOT: median over every request of those runs (pooled);
+    * without that benchmark, the concurrency sweep: throughput at the highest concurrency, TTFT and
+      TPOT at concurrency 1, each likewise;
+    * roofline fraction: bytes per decode step / (median TPOT at concurrency 1 x measured bandwidth),
+      its spread from the TPOT's.
+    """
     r, out = doc.results, {}
+    meta = {k: (label, unit, better) for k, label, unit, better in METRICS}
+
+    def put(key: str, stat: Stat | None, over: str) -> None:
+        if stat is not None:
+            out[key] = Figure(key, *meta[key], stat, over)
+
     if r.benchmark:
         b = r.benchmark
-        if b.output_throughput is not None:
-            out["output_throughput"] = b.output_throughput
-        elif "output_throughput" in b.summary:
-            out["output_throughput"] = Stat.of([b.summary["output_throughput"]])
-        if b.ttft_ms:
-            out["median_ttft_ms"] = Stat.of(b.ttft_ms)
-        if b.tpot_ms:
-            out["median_tpot_ms"] = Stat.of(b.tpot_ms)
+        runs = b.repeats
+        thr = b.output_throughput or (Stat.of([b.summary["output_throughput"]]) if "output_throughput" in b.summary
+                                      else None)
+        put("output_throughput", thr, f"{thr.n} runs" if thr else "")
+        for key, samples in (("median_ttft_ms", b.ttft_ms), ("median_tpot_ms", b.tpot_ms)):
+            if samples:
+                put(key, Stat.of(samples), f"{len(samples)} requests of {runs} run{'s' * (runs > 1)}")
     elif r.concurrency_sweep:
-        out["output_throughput"] = r.concurrency_sweep[-1].output_throughput
-        out["median_ttft_ms"] = r.concurrency_sweep[0].ttft_ms
-        out["median_tpot_ms"] = r.concurrency_sweep[0].tpot_ms
+        top, one = r.concurrency_sweep[-1], r.concurrency_sweep[0]
+        put("output_throughput", top.output_throughput,
+            f"{top.output_throughput.n} runs at concurrency {top.concurrency}")
+        put("median_ttft_ms", one.ttft_ms, f"{one.ttft_ms.n} requests at concurrency 1")
+        put("median_tpot_ms", one.tpot_ms, f"{one.tpot_ms.n} requests at concurrency 1")
     e = r.efficiency
     if e and e.fraction is not None:
         t = e.tpot_ms
         f = e.fraction * t.median  # fraction x TPOT is constant: bytes / bandwidth
-        out["roofline_fraction"] = Stat(median=e.fraction, q1=f / t.q3, q3=f / t.q1, min=f / t.max, max=f / t.min, n=t.n)
+        put("roofline_fraction", Stat(median=e.fraction, q1=f / t.q3, q3=f / t.q1, min=f / t.max, max=f / t.min,
+                                      n=t.n), f"{t.n} requests at concurrency 1")
     return out
+
+
+def headlines(doc: ResultsDoc) -> dict[str, float]:
+    """The headline figures' medians (:func:`headline_figures`)."""
+    return {k: f.value for k, f in headline_figures(doc).items()}
+
+
+def headline_stats(doc: ResultsDoc) -> dict[str, Stat]:
+    """The headline figures' statistics (:func:`headline_figures`), as the regression gate compares them."""
+    return {k: f.stat for k, f in headline_figures(doc).items()}
 
 
 def accuracy_verdict(doc: ResultsDoc) -> str:

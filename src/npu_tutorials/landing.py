@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from .cards import Card
-from .headline import accuracy_verdict, headlines, staleness
+from .headline import accuracy_verdict, headline_figures, staleness
 from .schema import ResultsDoc
 
 CHECKS = [  # (label, predicate on the card)
@@ -33,14 +33,9 @@ def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt
     p = doc.provenance
     if p.status != "complete":
         return f"**failed** ({p.built_at[:10]})"
-    h = headlines(doc)
+    h = headline_figures(doc)
     parts = [f"{{doc}}`executed </{link}>`" if link else "executed", p.weights.kind if p.weights else "?"]
-    if "output_throughput" in h:
-        parts.append(f"{h['output_throughput']:.1f} tok/s")
-    if "median_ttft_ms" in h:
-        parts.append(f"TTFT {h['median_ttft_ms']:.0f} ms")
-    if "median_tpot_ms" in h:
-        parts.append(f"TPOT {h['median_tpot_ms']:.1f} ms")
+    parts += [h[k].short() for k in ("output_throughput", "median_ttft_ms", "median_tpot_ms") if k in h]
     verdict = accuracy_verdict(doc)
     if verdict != "–":
         parts.append(f"accuracy {verdict}")

@@ -1,21 +1,21 @@
-"""The methods page's recorded figures: negative controls and run-to-run repeatability.
+"""The methods page's figures: stand-in margins, negative controls and run-to-run repeatability.
 
-Both come from scripts that ran the real engine (``scripts/negative_controls.py``,
-``scripts/repeatability.py``) and wrote JSON with its provenance; the files
-under ``results/methods/`` are those outputs, and this module renders them.
+The margins are read from this build's results documents; the controls and the
+repeatability from scripts that ran the real engine (``scripts/negative_controls.py``,
+``scripts/repeatability.py``) and wrote JSON with its provenance under
+``results/methods/``.  This module renders them.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from .results import recorded_dir
 
 CHECK_NAMES = {"logits": "last-position logits", "consistency": "every-position consistency",
                "greedy": "greedy agreement", "text": "text consistency"}
-THRESHOLDS = {"logits": "logits_thresholds", "consistency": "consistency_thresholds", "greedy": "greedy_thresholds",
-              "text": "text_exact_min"}
 
 
 def _load(name: str) -> dict | None:
@@ -26,42 +26,117 @@ def _load(name: str) -> dict | None:
 def _prov(d: dict) -> str:
     p = d["provenance"]
     return (f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
-            f"{p['dtype']}, {p['model']}, vLLM {p['versions'].get('vllm')}.")
+            f"{p['dtype']}, {p.get('weights', p['model'])}, vLLM {p['versions'].get('vllm')}.")
+
+
+# -- how decisive the stand-ins are ------------------------------------------------------
+def compared_positions(doc) -> list[tuple[float, float]]:
+    """(reference top-1/top-2 gap, engine's largest |logit error|) at every position a results document
+    compared over the whole vocabulary: last-position logits, every-position consistency, and the
+    first generated token of each greedy or text row."""
+    r = doc.results
+    out = []
+    if r.logits_agreement:
+        out += [(x.reference_top2_margin, x.max_abs_err) for x in r.logits_agreement.rows]
+    if r.forward_consistency:
+        out += [(p.reference_top2_margin, p.max_abs_err) for p in r.forward_consistency.per_position]
+    for sec in (r.greedy_agreement, r.text_consistency):
+        if sec:
+            out += [(x.first_token_error.reference_top2_margin, x.first_token_error.max_abs_err)
+                    for x in sec.rows if x.first_token_error is not None]
+    return out
+
+
+def margins_markdown(docs: list) -> str:
+    """Per model: the distribution of the reference's top-1/top-2 gap over the pages' compared positions,
+    in units of the engine's largest logit error at the same position (this build's documents)."""
+    rows = []
+    for doc in docs:
+        pos = compared_positions(doc)
+        if not pos:
+            continue
+        ratios = sorted(g / e if e > 0 else float("inf") for g, e in pos)
+        gaps = [g for g, _ in pos]
+        errs = [e for _, e in pos]
+        w = doc.provenance.weights
+        rows.append(f"| {doc.model} | {'real' if w and w.kind == 'real' else 'stand-in'} | "
+                    f"{doc.provenance.engine_dtype} | {len(pos)} | {statistics.median(gaps):.3g} | "
+                    f"{statistics.median(errs):.3g} | {ratios[0]:.3g} | {statistics.median(ratios):.3g} | "
+                    f"{sum(x <= 1 for x in ratios)} |")
+    if not rows:
+        return "*No tutorial of this build compared logits over the whole vocabulary.*"
+    return "\n".join([
+        "| model | weights | engine dtype | positions | median gap | median max \\|err\\| | smallest gap / error | "
+        "median gap / error | near-ties (gap ≤ error) |", "|---|---|---|---|---|---|---|---|---|", *rows])
+
+
+# -- negative controls -------------------------------------------------------------------
+def _first(v) -> str:
+    return "never" if v is None else ("already on the right one" if v == "baseline" else f"{v:g}")
+
+
+def control_records() -> list[dict]:
+    """Every recorded negative-control run (one per card), in name order."""
+    d = Path(recorded_dir()) / "methods"
+    return [json.loads(p.read_text()) for p in sorted(d.glob("negative-controls-*.json"))] if d.is_dir() else []
+
+
+def stale_controls(records: list[dict] | None = None) -> list[str]:
+    """One line per recorded control run whose check code or card thresholds differ from today's."""
+    from .cards import load_card
+    from .controls import check_digest, spec_for_card
+    from .errors import TutorialError
+
+    out = []
+    for d in control_records() if records is None else records:
+        key = d["provenance"]["model"]
+        try:
+            spec = spec_for_card(load_card(key), d["spec"].get("stop_ids"))
+        except TutorialError:
+            out.append(f"results/methods/negative-controls-{key}.json: no card {key!r} any more")
+            continue
+        if d.get("check_digest") != check_digest(spec):
+            out.append(f"results/methods/negative-controls-{key}.json was recorded with other check code or "
+                       "thresholds than today's: re-run scripts/negative_controls.py")
+    return out
+
+
+def _thresholds(spec: dict, check: str) -> str:
+    s = spec.get(check) or {}
+    if check == "text":
+        return f"at least {s.get('exact_min')} of {len(s.get('items', []))} identical"
+    t = s.get("thresholds") or {}
+    return ", ".join(f"{k} {v:g}" for k, v in t.items())
 
 
 def negative_controls_markdown() -> str:
-    d = _load("negative-controls-tiny.json")
-    if d is None:
+    records = control_records()
+    if not records:
         return "*No negative-control run is recorded (run `scripts/negative_controls.py`).*"
-    pert = d["perturbation"]
-    out = [_prov(d), "",
-           f"Perturbation: `{pert['tensor']}` becomes {pert['definition'].replace('*', '×')}; "
-           f"ladder of rel: {', '.join(f'{x:g}' for x in pert['ladder'])}.  Each rung is served by its own "
-           "engine and compared with the fp32 reference of the unperturbed checkpoint, on the prompts and "
-           "thresholds in the table (the tutorials' cards' thresholds, except every-position top-1, at 80 % "
-           "where Qwen-1_8B-Chat's card asks 99 %: near-ties flip a 2-layer random model's top tokens).", "",
-           "| check | its thresholds here | on the right checkpoint | smallest rel that says FAIL | "
-           "which metric fails first |", "|---|---|---|---|---|"]
-    base = d["baseline"]
-    for check, rel in d["first_fail"].items():
-        by_metric = {m: r for m, r in d["first_fail_by_metric"][check].items() if r is not None}
-        first = min(by_metric.values()) if by_metric else None
-        metrics = ", ".join(m for m, r in by_metric.items() if r == first) or "–"
-        ok = base.get(check, {}).get("passed")
-        t = d["spec"].get(THRESHOLDS.get(check, ""), "–")
-        t = ", ".join(f"{k} {v:g}" for k, v in t.items()) if isinstance(t, dict) else f"at least {t} identical"
-        out.append(f"| {CHECK_NAMES.get(check, check)} | {t} | {'PASS' if ok else 'FAIL'} | "
-                   f"{'never' if rel is None else f'{rel:g}'} | {metrics} |")
-    for check, rel in d["first_fail"].items():
-        again = [r["rel"] for r in d["rungs"] if rel is not None and r["rel"] > rel
-                 and r["results"].get(check, {}).get("passed")]
-        if again:
-            out += ["", f"{CHECK_NAMES.get(check, check).capitalize()} passes again at rel "
-                        f"{', '.join(f'{x:g}' for x in again)}: on random weights its verdict is decided at "
-                        "near-ties, so it is not monotone in the size of the fault."]
-    out += ["", "Realized perturbations are smaller than asked for at the bottom of the ladder: the tensor is "
-                "bfloat16, which rounds small noise away (rel 1e-4 became "
-                f"{d['rungs'][0]['perturbation']['realized_rel']:.1e})."]
+    stale = set(stale_controls(records))
+    out = []
+    for d in records:
+        key, fams = d["provenance"]["model"], d["families"]
+        out += [f"### {key} ({d['provenance'].get('architecture', '')})", "", _prov(d), ""]
+        mine = [s for s in stale if f"negative-controls-{key}.json" in s]
+        if mine:
+            out += [f"**Stale:** {mine[0]}.", ""]
+        out += ["| check | metric | threshold(s) | right checkpoint | "
+                + " | ".join(f"{f}: first FAIL at rel" for f in fams) + " |",
+                "|---|---|---|---|" + "---|" * len(fams)]
+        blind = []
+        for check, res in d["baseline"].items():
+            for m in res["checks"]:
+                firsts = [fams[f]["first_fail_by_metric"].get(check, {}).get(m["metric"]) for f in fams]
+                out.append(f"| {CHECK_NAMES.get(check, check)} | {m['metric']} | {m['threshold']} | "
+                           f"{'PASS' if m['passed'] else 'FAIL'} ({m['measured']}) | "
+                           + " | ".join(_first(v) for v in firsts) + " |")
+            blind += [f"{CHECK_NAMES.get(check, check)}: {f}" for f in fams if fams[f]["first_fail"].get(check) is None]
+        out.append("")
+        top = max(d["perturbation"]["ladder"])
+        out.append(f"Faults no rung up to rel {top:g} made a check fail: {'; '.join(blind)}." if blind else
+                   f"Every check fails under a fault of every family, at the rel shown (ladder up to {top:g}).")
+        out.append("")
     return "\n".join(out)
 
 

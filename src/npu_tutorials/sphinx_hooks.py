@@ -338,16 +338,34 @@ def costs_markdown() -> str:
     return "\n".join(out)
 
 
+def _this_builds_docs() -> list:
+    """This build's readable results documents, one per executed tutorial."""
+    from .errors import TutorialError
+    from .gallery_index import tutorials
+    from .results import this_build
+
+    out = []
+    for key in tutorials().values():
+        try:
+            doc = this_build(key)
+        except TutorialError:
+            continue
+        if doc is not None:
+            out.append(doc)
+    return out
+
+
 def fill_landing(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: put the generated matrices, costs and methods figures where the pages
     mark them."""
     if COSTS_MARK in source[0]:
         source[0] = source[0].replace(COSTS_MARK, costs_markdown())
-    if "<!-- negative-controls -->" in source[0] or "<!-- repeatability -->" in source[0]:
-        from .methods import negative_controls_markdown, repeatability_markdown
+    if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):
+        from .methods import margins_markdown, negative_controls_markdown, repeatability_markdown
 
         source[0] = (source[0].replace("<!-- negative-controls -->", negative_controls_markdown())
-                     .replace("<!-- repeatability -->", repeatability_markdown()))
+                     .replace("<!-- repeatability -->", repeatability_markdown())
+                     .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
         return
     banner, support, coverage = landing_markdown()
@@ -356,8 +374,9 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
 
 
 def always_reread_landing(app, env, added, changed, removed) -> list[str]:
-    """Sphinx ``env-get-outdated``: the landing page reads this build's results, so read it every build."""
-    return [d for d in ("index", "build-costs") if d in env.found_docs]
+    """Sphinx ``env-get-outdated``: the landing, costs and methods pages read this build's results, so read
+    them every build."""
+    return [d for d in ("index", "build-costs", "methods") if d in env.found_docs]
 
 
 def recorded_rst(stem: str) -> str:

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 from ..gate import gate, measured_noise
-from ..headline import METRICS, accuracy_verdict, headlines, staleness
+from ..headline import METRICS, accuracy_verdict, headline_figures, staleness
 from ..schema import ResultsDoc
-from ..tables import Table, fmt
+from ..tables import Table
 from .base import BaseViews
-
-
-def _fmt_metric(key: str, value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{100 * value:.1f} %" if key == "roofline_fraction" else fmt(value)
 
 
 class CompareViews(BaseViews):
@@ -20,7 +14,7 @@ class CompareViews(BaseViews):
         """This build's headline figures beside every recorded document of the same model."""
         docs = [self.doc] + [d for d in recorded if d.provenance.built_at != self.prov.built_at]
         cols = ["", "this build"] + [f"recorded {i}" for i in range(1, len(docs))]
-        heads = [headlines(d) for d in docs]
+        heads = [headline_figures(d) for d in docs]
         rows = [["device", *[d.provenance.device for d in docs]],
                 ["backend, dtype", *[f"{d.provenance.backend}, {d.provenance.engine_dtype}" for d in docs]],
                 ["weights", *[d.provenance.weights.kind if d.provenance.weights else "–" for d in docs]],
@@ -31,12 +25,14 @@ class CompareViews(BaseViews):
                 ["commit", *[d.provenance.git_commit[:12] for d in docs]]]
         for key, label, unit, _ in METRICS:
             if any(key in h for h in heads):
-                rows.append([f"{label}{f' ({unit})' if unit else ''}", *[_fmt_metric(key, h.get(key)) for h in heads]])
+                rows.append([f"{label}{f' ({unit})' if unit else ''}",
+                             *[h[key].text() if key in h else "–" for h in heads]])
         rows.append(["accuracy verdict", *[accuracy_verdict(d) for d in docs]])
         rows.append(["freshness", "this build", *[staleness(d, self.doc) or "fresh" for d in docs[1:]]])
         note = ("Recorded documents come from earlier builds on other machines (results/ in the repository, "
-                "written by make record); each column says where and when it was measured. Throughput and "
-                "latency are those of the benchmark at this page's conditions, or of the concurrency sweep.")
+                "written by make record); each column says where and when it was measured. Each figure is a "
+                "median with its interquartile range and what it is taken over: throughput over the benchmark's "
+                "runs, TTFT and TPOT over their requests (or the concurrency sweep's, where no benchmark ran).")
         if len(docs) == 1:
             note = "No results of this model are recorded from other hardware yet (results/ in the repository)."
         return Table(cols, rows, caption="On other hardware", note=note)
@@ -47,7 +43,8 @@ class CompareViews(BaseViews):
         if g.baseline is None:
             return Table(["", ""], [["baseline", "none recorded for this machine, weights kind, profile and dtype"]],
                          caption="Regression gate", note="With no baseline the gate passes; make record stores one.")
-        rows = [[c.label, _fmt_metric(c.key, c.current), _fmt_metric(c.key, c.baseline), f"{c.ratio:.3f}",
+        now, then = headline_figures(self.doc), headline_figures(g.baseline)
+        rows = [[c.label, now[c.key].text(), then[c.key].text(), f"{c.ratio:.3f}",
                  f"{'>=' if c.better == 'higher' else '<='} {c.limit}",
                  "FAIL" if c.regressed else ("PASS (within the run-to-run spread)" if c.beyond_limit else "PASS")]
                 for c in g.comparisons]

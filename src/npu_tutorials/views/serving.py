@@ -8,6 +8,7 @@ from math import prod
 
 from .. import plots
 from ..bench import SUMMARY_ROWS
+from ..headline import headline_figures
 from ..tables import Table, fmt
 from .base import BaseViews
 
@@ -141,16 +142,19 @@ class ServingViews(BaseViews):
         b = self.need("benchmark")
         reported = self.reported("bench")
         cols = ["metric", "this build", "unit"] + ([f"reported ({self.card.reported.hardware})"] if reported else [])
+        heads = headline_figures(self.doc)
         rows = []
         for label, key, unit in SUMMARY_ROWS:
-            if key in b.summary:
+            if key in heads:  # a headline figure: the one definition every page, matrix and gate shows
+                rows.append([f"{label} (median over {heads[key].over})", heads[key].text(), unit]
+                            + ([reported.get(key)] if reported else []))
+            elif key in b.summary:
                 rows.append([label, b.summary[key], unit] + ([reported.get(key)] if reported else []))
         c = b.conditions
-        if b.output_throughput is not None:
-            rows.append(["Output token throughput, every run", b.output_throughput.text(2), "tok/s"]
-                        + (["–"] if reported else []))
-        notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}; "
-                 f"each figure is the median over {b.repeats} runs of vllm bench serve (each with prompts of its own)."]
+        notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}, "
+                 f"{b.repeats} runs of vllm bench serve (each with prompts of its own). Throughput, median TTFT and "
+                 "median TPOT are the headline figures (median, interquartile range, sample); every other row is "
+                 "the median of the runs' own values."]
         if reported:
             notes.append(self.cite + self.method_note("bench"))
             if self.prov.profile != "full":
