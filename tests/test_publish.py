@@ -54,7 +54,27 @@ def test_unidentified_or_failed_runs_are_not_publishable(tmp_path):
     lines = publish_problems(_build(tmp_path, [local, failed, _real_npu("qwen-1_8b-chat")]), "npu")
     assert lines == ["palmyra_mini: not publishable as the npu site: the run failed",
                      "qwen2_5_0_5b: not publishable as the npu site: real weights from a local path without a checksum"]
+    # a bare checksum is not enough: the card must list it as a known copy of the published weights
     local.provenance.weights.sha256 = "ab" * 32
+    write_doc(local, tmp_path / "results" / "qwen2.5-0.5b.json")
+    assert publish_problems(tmp_path, "npu", only="qwen2_5") == [
+        "qwen2_5_0_5b: not publishable as the npu site: real weights from a local path whose checksum abababababab "
+        "is not listed in cards/qwen2.5-0.5b.yaml (hub.sha256)"]
+
+
+def test_a_checksum_the_card_lists_is_publishable(tmp_path, monkeypatch):
+    from npu_tutorials import cards
+
+    local = _real_npu("qwen2.5-0.5b")
+    local.provenance.weights.hub_id = local.provenance.weights.revision = None
+    local.provenance.weights.sha256 = "cd" * 32
+    real_load = cards.load_card
+
+    def listing(key):
+        c = real_load(key)
+        return c.model_copy(update={"hub": c.hub.model_copy(update={"sha256": ["cd" * 32]})})
+
+    monkeypatch.setattr(cards, "load_card", listing)
     write_doc(local, tmp_path / "results" / "qwen2.5-0.5b.json")
     assert publish_problems(tmp_path, "npu", only="qwen2_5") == []
 

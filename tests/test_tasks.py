@@ -66,6 +66,17 @@ def test_expected_offline_failures_fall_back_with_the_reason(monkeypatch, exc, r
     assert s.hub is False and reason in s.fallback_reason
 
 
+def test_no_fallback_where_gsm8k_itself_is_needed(monkeypatch):
+    """Real weights or a build to publish: an unreachable GSM8K fails instead of quietly scoring a
+    generated set."""
+    def fail(n):
+        raise ConnectionError("Couldn't reach the Hub")
+
+    monkeypatch.setattr(tasks, "_load_hub_gsm8k", fail)
+    with pytest.raises(TutorialError, match=r"GSM8K is not available \(the dataset hub is not reachable"):
+        tasks.gsm_set(2, seed=42, fallback=None)
+
+
 @pytest.mark.parametrize("exc", [KeyError("answer"), ValueError("bad split"),
                                  ImportError("operator torchvision::nms does not exist", name="torchvision")])
 def test_other_failures_surface(monkeypatch, exc):

@@ -34,6 +34,19 @@ def test_local_path(card, tmp_path, monkeypatch):
     assert w.is_real and w.path == d and w.source == "local path"
 
 
+def test_a_folder_this_project_made_is_never_real(card, tiny, tmp_path, monkeypatch):
+    """TUTORIAL_MODEL_PATH at a stand-in is labelled a stand-in; at a perturbed control, refused."""
+    from npu_tutorials.controls import perturb_checkpoint
+
+    monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(tiny.path))
+    w = resolve_weights(card, "real", sources=NO_HUB)
+    assert not w.is_real and w.kind == "stand-in" and (w.seed, w.sha256) == (tiny.seed, tiny.sha256)
+    perturb_checkpoint(tiny.path, tmp_path / "p", rel=0.1)
+    monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(tmp_path / "p"))
+    with pytest.raises(TutorialError, match=r"perturbed control checkpoint \(PERTURBED.json\), not the model's"):
+        resolve_weights(card, "auto", sources=NO_HUB)
+
+
 def test_missing_local_path_is_one_clear_line(card, tmp_path, monkeypatch):
     monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(tmp_path / "absent"))
     with pytest.raises(TutorialError, match=r"^TUTORIAL_MODEL_PATH_QWEN2_5_0_5B: .*absent is not a directory$"):

@@ -41,6 +41,9 @@ class Hub(_Strict):
     huggingface: HubRef | None = None
     # Where a hub has no copy of the model: what to do instead (shown on the page and in errors).
     note: str = ""
+    # Checksums (npu_tutorials.weights.checksum) of local copies known to be the published weights: a
+    # publication build from a local folder needs its checksum listed here.
+    sha256: list[str] = []
 
     @model_validator(mode="after")
     def _one_at_least(self) -> "Hub":

@@ -28,13 +28,23 @@ def publish_target() -> str:
 
 
 def weights_problem(doc) -> str:
+    """Why a document's weights cannot be published as the model's ('' when they can): real weights
+    need a hub id with its revision, or a local copy whose checksum the card lists (``hub.sha256``)."""
+    from .cards import load_card
+
     w = doc.provenance.weights
     if w is None:
         return "no weights recorded"
     if w.kind != "real":
         return f"stand-in weights (seed {w.seed}), not the model's"
-    if not ((w.hub_id and w.revision) or w.sha256):
+    if w.hub_id and w.revision:
+        return ""
+    listed = load_card(doc.model).hub.sha256
+    if not w.sha256:
         return "real weights from a local path without a checksum"
+    if w.sha256 not in listed:
+        return (f"real weights from a local path whose checksum {w.sha256[:12]} is not listed in "
+                f"cards/{doc.model}.yaml (hub.sha256)")
     return ""
 
 

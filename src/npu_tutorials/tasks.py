@@ -93,11 +93,12 @@ def _load_hub_gsm8k(n: int) -> list[GSMProblem]:
             for r in ds.select(range(n))]
 
 
-def gsm_set(n: int, seed: int) -> GSMSet:
+def gsm_set(n: int, seed: int, *, fallback: str | None = "") -> GSMSet:
     """Real GSM8K (first ``n`` test problems) where a dataset hub answers, else reasoning-gym's
     GSM8K-style templates (``n`` problems, ``seed``).  Only the expected offline failures fall back
     (``datasets`` not installed, no connection, offline mode, nothing cached); ``fallback_reason``
-    records which.  Any other error surfaces."""
+    records which.  Any other error surfaces.  ``fallback=None`` forbids the fallback (a build with
+    real weights, or one to publish, must score GSM8K itself); its string says why in the error."""
     try:
         problems = _load_hub_gsm8k(n)
         return GSMSet("GSM8K test split, first problems (openai/gsm8k)", problems, seed, True)
@@ -107,6 +108,10 @@ def gsm_set(n: int, seed: int) -> GSMSet:
         reason = "the datasets package is not installed"
     except _offline_errors() as exc:
         reason = f"the dataset hub is not reachable ({type(exc).__name__}: {str(exc)[:200]})"
+    if fallback is None:
+        raise TutorialError(f"GSM8K is not available ({reason}), and a build with real weights or one to publish "
+                            "scores GSM8K itself, not a generated stand-in set: make the openai/gsm8k dataset "
+                            "reachable (or cached under HF_DATASETS_CACHE) and build again")
     try:
         import reasoning_gym
     except ImportError:

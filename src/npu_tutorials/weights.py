@@ -99,6 +99,27 @@ def _check_model_dir(path: Path, what: str) -> Path:
     return path
 
 
+def made_here(path: Path, what: str) -> Weights | None:
+    """A folder this project made is never real weights: a stand-in (``STANDIN.json``) is labelled as
+    one; a perturbed control checkpoint (``PERTURBED.json``) or a marker that cannot be read is refused
+    with one line."""
+    import json
+
+    if (path / "PERTURBED.json").is_file():
+        raise TutorialError(f"{what}: {path} is a perturbed control checkpoint (PERTURBED.json), not the model's "
+                            "weights; point it at the real checkpoint")
+    marker = path / "STANDIN.json"
+    if not marker.is_file():
+        return None
+    try:
+        meta = json.loads(marker.read_text())
+        return Weights(path, "stand-in", f"stand-in at {what}", seed=int(meta["seed"]),
+                       sha256=str(meta["weights_sha256"]))
+    except (ValueError, KeyError, TypeError):
+        raise TutorialError(f"{what}: {path} has a STANDIN.json that cannot be read: a stand-in folder, "
+                            "not the model's weights") from None
+
+
 def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[str, Fetch]] | None = None,
                     standin_config: dict | None = None, build_standin: bool = True, progress=None) -> Weights | None:
     """Find (or make) the weights this build uses for ``card``.
@@ -111,6 +132,9 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
         var = local_path_var(card)
         if os.environ.get(var):
             path = _check_model_dir(Path(os.environ[var]).expanduser(), var)
+            made = made_here(path, var)
+            if made is not None:
+                return made
             return Weights(path, "real", "local path", sha256=checksum(path))
         for name, fetch in sources:
             ref = getattr(card.hub, name)
