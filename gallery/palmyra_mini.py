@@ -161,4 +161,4 @@ recorded = tut.recorded()
 show.on_other_hardware(recorded)
 
 # %%
-show.gate_table(recorded)
+show.gate_table(recorded, tut.noise(), tut.recorded_errors)

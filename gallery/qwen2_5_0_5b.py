@@ -35,7 +35,8 @@ show.environment()
 # a local folder given in ``TUTORIAL_MODEL_PATH_QWEN2_5_0_5B``.  Where none
 # is available (this site's CI has no model hub) the tutorial builds a
 # *stand-in*: the official ``config.json``, tokenizer and chat template with
-# bf16 weights drawn after seeding 42, so that the engine runs the real
+# bf16 weights planted from the card's seed (a decisive next-token map in
+# every layer, see "How the checks work"), so that the engine runs the real
 # network shape.  The table says which of the two this build used.
 weights = tut.prepare_weights()
 show.weights()
@@ -96,10 +97,10 @@ show.functional()
 # %%
 # Performance
 # -----------
-# vLLM's own serving benchmark against the running server, on the report's
-# conditions: 20 requests of 5 input and 128 output tokens, all sent at once,
-# bf16, eager mode.  ``TUTORIAL_PROFILE=quick`` runs smaller sizes; the table
-# says which conditions ran.
+# vLLM's own serving benchmark against the running server.  The report sent
+# 20 requests of 5 input and 128 output tokens, all at once, bf16, eager
+# mode (its "full" conditions); ``TUTORIAL_PROFILE=quick`` runs smaller
+# sizes.  The table says which conditions this build ran:
 show.conditions()
 
 # %%
@@ -111,8 +112,8 @@ show.bench_table()
 show.this_build_ran("bench")
 
 # %%
-# How the latency is distributed over the requests (all 20 start together,
-# so the first token waits for the others' prefill):
+# How the latency is distributed over the requests (all start together, so
+# the first token waits for the others' prefill):
 show.bench_plot()
 
 # %%
@@ -162,7 +163,7 @@ show.on_other_hardware(recorded)
 # %%
 # The regression gate (``make check GATE=1``) compares this build with the
 # recorded baseline of the same machine, weights kind and profile:
-show.gate_table(recorded)
+show.gate_table(recorded, tut.noise(), tut.recorded_errors)
 
 # %%
 # FAQ

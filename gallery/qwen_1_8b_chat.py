@@ -34,7 +34,8 @@ show.properties()
 # or ``TUTORIAL_MODEL_PATH_QWEN_1_8B_CHAT``.  Without them this build makes a
 # stand-in in the *original* first-generation layout (QWen parameter names,
 # ``auto_map`` config, ``qwen.tiktoken``), so it looks like what ModelScope
-# delivers.
+# delivers, with weights planted from the card's seed (a decisive next-token
+# map in every layer: see "How the checks work").
 weights = tut.prepare_weights()
 show.weights()
 
@@ -184,7 +185,7 @@ recorded = tut.recorded()
 show.on_other_hardware(recorded)
 
 # %%
-show.gate_table(recorded)
+show.gate_table(recorded, tut.noise(), tut.recorded_errors)
 
 # %%
 # FAQ

@@ -11,7 +11,10 @@ engine start serves both; the kill tests come last in this file.)
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +181,26 @@ def test_later_requests_name_the_death(wrong, card):
         with srv.step("the functional check"):
             raise ConnectionRefusedError("[Errno 111] Connection refused")
     assert isinstance(info.value.__cause__, ConnectionRefusedError)
+
+
+# -- the recorded ladder's script, end to end ------------------------------------------------
+@pytest.mark.engine
+def test_the_script_records_a_cards_ladder(tmp_path):
+    """scripts/negative_controls.py on one card (first-generation QWen through the converter, an untied
+    head): the card's own checks PASS on its right checkpoint and FAIL at the rung asked for, and the
+    record carries today's check digest (so make check would not call it stale)."""
+    from npu_tutorials.cards import load_card
+    from npu_tutorials.controls import check_digest, spec_for_card
+    from npu_tutorials.methods import stale_controls
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "scripts/negative_controls.py", "qwen-1_8b-chat", "--out-dir", str(tmp_path),
+                        "--families", "mlp", "--ladder", "1"], cwd=root, capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    d = json.loads((tmp_path / "negative-controls-qwen-1_8b-chat.json").read_text())
+    assert {c: r["passed"] for c, r in d["baseline"].items()} == {"consistency": True, "text": True}
+    assert d["families"]["mlp"]["first_fail"] == {"consistency": 1.0, "text": 1.0}
+    spec = spec_for_card(load_card("qwen-1_8b-chat"), d["spec"]["stop_ids"])
+    assert d["check_digest"] == check_digest(spec) and stale_controls([d]) == []
+    d["check_digest"] = "0" * 16
+    assert "re-run scripts/negative_controls.py" in stale_controls([d])[0]

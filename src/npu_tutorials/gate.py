@@ -1,83 +1,204 @@
 """Regression gates: this build's document against the recorded one for the same conditions.
 
-Defaults (a card's ``gates`` section may override each): throughput and the
-roofline fraction at least 0.95x the baseline; TTFT and TPOT at most 1.15x; an
-accuracy verdict that passed in the baseline must still pass.
+What fails the gate (``make check GATE=1``), one line each:
 
-Two rules keep noise from failing an unchanged build:
+* a headline figure (:func:`headline.headline_figures`: throughput, median TTFT and TPOT, the
+  roofline fraction) beyond its limit;
+* a figure, an accuracy check or one of its metrics present in the baseline and missing now;
+* an accuracy metric that passed in the baseline and fails now, or whose margin to its threshold
+  shrank to less than half of the baseline's (accuracy is gated as numbers, not only the PASS bit);
+* a recorded baseline or noise record that cannot be read.
 
-* **Measured between-build noise.**  Where ``scripts/repeatability.py`` recorded how much
-  two builds of the same code differ on this kind of machine, profile and dtype
-  (``results/methods/repeatability-*.json``), each limit is widened to the largest ratio
-  that difference allows (:func:`measured_noise`).  The three runs inside one build
-  understate it: on a 2-core CPU two builds of unchanged code gave 116 and 106 tok/s
-  (9 %) with each build's three runs over 108–122 and 103–107 tok/s, interquartile ranges apart.
-* **Spread.**  A figure beyond its limit counts as a regression only when the two builds'
-  interquartile ranges do not overlap.
+**Limits.**  Each headline figure's limit is the card's (``gates``) or :data:`DEFAULT_LIMITS`, widened
+to the between-run noise that ``scripts/repeatability.py`` measured for the same machine kind
+(slug), model, profile and dtype from at least :data:`MIN_RUNS` independent runs (a fresh server
+each): :data:`SAFETY` times the largest ratio between two of its runs.  That limit is the gate's
+*resolution*: the smallest regression it catches.  Noise is discounted once, in the limit; a figure
+beyond it fails.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cards import Card
-from .headline import METRICS, Comparison, accuracy_verdict, headline_stats, same_conditions
+from .headline import METRICS, accuracy_verdict, headline_figures, same_conditions
 from .schema import ResultsDoc
 
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
                   "roofline_fraction": 0.95}
-
-# scripts/repeatability.py's figure names for the gated metrics
-NOISE_FIGURES = {"output_throughput": "bench output throughput (tok/s)", "median_ttft_ms": "bench median TTFT (ms)",
-                 "median_tpot_ms": "bench median TPOT (ms)", "roofline_fraction": "roofline fraction at concurrency 1"}
+MIN_RUNS = 5
+SAFETY = 1.5  # the limit is this many times the largest log-ratio seen between two unchanged runs
 _BETTER = {key: better for key, _, _, better in METRICS}
+_LABEL = {key: label for key, label, _, _ in METRICS}
+
+
+# -- measured noise ----------------------------------------------------------------------
+def noise_limit(values: list[float], better: str) -> float:
+    """The ratio limit that ``values`` (one figure from several unchanged runs) support: SAFETY times the
+    largest |log ratio| between two runs, as a ratio (<= 1 for higher-is-better, >= 1 otherwise)."""
+    dev = max(abs(math.log(a / b)) for a in values for b in values)
+    return math.exp(-SAFETY * dev) if better == "higher" else math.exp(SAFETY * dev)
+
+
+def leave_one_out_false_alarms(values: list[float], better: str, floor: float) -> tuple[int, int]:
+    """(false alarms, comparisons): each run held out, limits from the others (never tighter than
+    ``floor``), the held-out run compared against each other run as baseline."""
+    alarms = total = 0
+    for i, v in enumerate(values):
+        rest = values[:i] + values[i + 1:]
+        lim = _wider(noise_limit(rest, better), floor, better)
+        for b in rest:
+            total += 1
+            r = v / b
+            alarms += (r < lim) if better == "higher" else (r > lim)
+    return alarms, total
+
+
+def _wider(a: float, b: float, better: str) -> float:
+    return min(a, b) if better == "higher" else max(a, b)
 
 
 @dataclass
 class Noise:
-    """How much two builds of the same code differed on this kind of machine: relative difference
-    ``|a - b| / mean(a, b)`` per gated metric, and where it was measured."""
-    differences: dict[str, float]
+    """A repeatability record (``results/methods/repeatability-*.json``) that matches a document."""
+
+    runs: int
+    values: dict[str, list[float]]   # per gated metric: each run's headline median
     source: str
 
-    def ratio(self, key: str) -> float | None:
-        """The largest ratio a/b that relative difference allows: (1 + d/2) / (1 - d/2)."""
-        d = self.differences.get(key)
-        if d is None or d >= 2:
-            return None
-        return (1 + d / 2) / (1 - d / 2)
+    def limit(self, key: str) -> float | None:
+        v = self.values.get(key)
+        return noise_limit(v, _BETTER[key]) if v and len(v) >= 2 and min(v) > 0 else None
 
 
-def measured_noise(doc: ResultsDoc, directory: Path | None = None) -> Noise | None:
-    """The between-build noise recorded by ``scripts/repeatability.py`` for ``doc``'s kind of machine
-    (its slug, or for an older record its backend), profile and engine dtype; the largest difference
-    per metric when several records match; None when none does."""
+class NoiseRecordError(ValueError):
+    """A repeatability record the gate refuses (no machine slug, too few runs, unreadable)."""
+
+
+def read_noise_record(path: Path) -> dict:
+    """A repeatability record, validated: a machine slug, model, profile, dtype and >= MIN_RUNS runs of
+    every gated figure.  Raises :class:`NoiseRecordError` with one line otherwise."""
+    try:
+        rec = json.loads(Path(path).read_text())
+        p = rec["provenance"]
+        values = rec["headline_runs"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NoiseRecordError(f"{path.name}: not a repeatability record this code reads ({exc})") from None
+    for k in ("machine_slug", "model", "profile", "dtype"):
+        if not p.get(k):
+            raise NoiseRecordError(f"{path.name}: no {k} in its provenance: refused")
+    short = {k: len(v) for k, v in values.items() if len(v) < MIN_RUNS}
+    if short or not values:
+        raise NoiseRecordError(f"{path.name}: fewer than {MIN_RUNS} independent runs ({short or 'none'}): refused")
+    return rec
+
+
+def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None) -> Noise | None:
+    """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (the newest
+    where several match), or None.  Records the gate refuses are named in ``errors``."""
     from .results import recorded_dir
 
-    folder = (directory or recorded_dir()) / "methods"
     prov = doc.provenance
-    diffs: dict[str, float] = {}
-    sources = []
-    for path in sorted(folder.glob("repeatability-*.json")):
+    found = None
+    for path in sorted(((directory or recorded_dir()) / "methods").glob("repeatability-*.json")):
         try:
-            rec = json.loads(path.read_text())
-            p = rec["provenance"]
-            measured = rec["relative_differences"]
-        except (OSError, ValueError, KeyError, TypeError):
+            rec = read_noise_record(path)
+        except NoiseRecordError as exc:
+            if errors is not None:
+                errors.append(str(exc))
             continue
-        slug = p.get("machine_slug")
-        if (slug or p.get("backend")) != (prov.machine.slug if slug else prov.backend):
+        p = rec["provenance"]
+        if (p["machine_slug"], p["model"], p["profile"], p["dtype"]) != (prov.machine.slug, doc.model, prov.profile,
+                                                                          prov.engine_dtype):
             continue
-        if p.get("profile") != prov.profile or p.get("dtype") != prov.engine_dtype:
+        if found is None or p.get("date", "") > found[0].get("date", ""):
+            found = (p, rec, path)
+    if found is None:
+        return None
+    p, rec, path = found
+    return Noise(runs=min(len(v) for v in rec["headline_runs"].values()), values=rec["headline_runs"],
+                 source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, "
+                        f"{min(len(v) for v in rec['headline_runs'].values())} runs)")
+
+
+def limits_for(card: Card, noise: Noise | None = None) -> dict[str, float]:
+    """Per headline figure: the card's limit (or the default), widened to what ``noise`` supports."""
+    limits = {**DEFAULT_LIMITS, **card.gates}
+    for key in limits:
+        n = noise.limit(key) if noise else None
+        if n is not None:
+            limits[key] = round(_wider(limits[key], n, _BETTER[key]), 3)
+    return limits
+
+
+# -- accuracy as numbers -----------------------------------------------------------------
+_NUM = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
+
+
+def _margin(measured: str, threshold: str) -> float | None:
+    """Signed distance of a check's measured value from its threshold (positive: on the passing side)."""
+    m, t = _NUM.search(measured or ""), _NUM.search(threshold or "")
+    if not (m and t):
+        return None
+    value, limit = float(m.group()), float(t.group())
+    return limit - value if threshold.lstrip().startswith("<") else value - limit
+
+
+def _accuracy_checks(doc: ResultsDoc) -> dict[tuple[str, str], object]:
+    r = doc.results
+    out = {}
+    for name in ("logits_agreement", "forward_consistency", "greedy_agreement", "text_consistency"):
+        sec = getattr(r, name)
+        if sec is not None:
+            out[(name, "")] = sec
+            for c in sec.checks:
+                out[(name, c.metric)] = c
+    return out
+
+
+def accuracy_regressions(current: ResultsDoc, base: ResultsDoc) -> list[str]:
+    """Accuracy checks and metrics of the baseline that are missing now, fail now, or kept less than half
+    of the baseline's margin to their threshold."""
+    now, then = _accuracy_checks(current), _accuracy_checks(base)
+    out = []
+    for (section, metric), b in then.items():
+        what = section.replace("_", " ") + (f": {metric}" if metric else "")
+        if (section, metric) not in now:
+            out.append(f"{what} is in the baseline and missing now")
             continue
-        for key, figure in NOISE_FIGURES.items():
-            d = measured.get(figure)
-            if isinstance(d, (int, float)):
-                diffs[key] = max(diffs.get(key, 0.0), float(d))
-        sources.append(f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, {p.get('model', '?')})")
-    return Noise(diffs, "; ".join(sources)) if diffs else None
+        if not metric:
+            continue
+        c = now[(section, metric)]
+        if b.passed and not c.passed:
+            out.append(f"{what} passed in the baseline ({b.measured}) and fails now ({c.measured}, {c.threshold})")
+            continue
+        mb, mc = _margin(b.measured, b.threshold), _margin(c.measured, c.threshold)
+        if mb is not None and mc is not None and mc < mb - abs(mb) / 2 and mc != mb:
+            out.append(f"{what} moved toward its threshold {c.threshold}: {c.measured} now, {b.measured} in the "
+                       "baseline (less than half the margin left)")
+    return out
+
+
+# -- the gate ----------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    key: str
+    label: str
+    unit: str
+    current: float
+    baseline: float
+    ratio: float
+    limit: float
+    better: str
+
+    @property
+    def regressed(self) -> bool:
+        return self.ratio < self.limit if self.better == "higher" else self.ratio > self.limit
 
 
 @dataclass
@@ -85,37 +206,30 @@ class GateResult:
     model: str
     baseline: ResultsDoc | None
     comparisons: list[Comparison] = field(default_factory=list)
-    accuracy: tuple[str, str] | None = None  # (baseline verdict, this build's)
-    noise: Noise | None = None  # the measured between-build noise that widened the limits, if any
+    missing: list[str] = field(default_factory=list)       # headline figures of the baseline absent now
+    accuracy: list[str] = field(default_factory=list)      # accuracy regressions, one line each
+    verdicts: tuple[str, str] | None = None                 # (baseline, this build) accuracy verdicts
+    noise: Noise | None = None
+    errors: list[str] = field(default_factory=list)        # unreadable baselines or noise records
 
     @property
     def regressions(self) -> list[str]:
-        out = []
+        out = [f"{self.model}: {e}" for e in self.errors]
         b = self.baseline
+        if b is None:
+            return out
+        where = f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {b.provenance.device}"
         for c in self.comparisons:
             if c.regressed:
                 out.append(f"{self.model}: {c.label} regressed: {c.current:.4g} {c.unit} vs {c.baseline:.4g} "
-                           f"(ratio {c.ratio:.3f}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}, "
-                           f"interquartile ranges apart); baseline {b.provenance.built_at} "
-                           f"{b.provenance.git_commit[:12]} on {b.provenance.device}")
-        if self.accuracy and self.accuracy == ("PASS", "FAIL"):
-            out.append(f"{self.model}: accuracy verdict regressed: PASS in the baseline "
-                       f"({b.provenance.built_at} {b.provenance.git_commit[:12]}), FAIL now")
+                           f"(ratio {c.ratio:.3f}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}); {where}")
+        out += [f"{self.model}: {_LABEL[k]} is in the baseline and missing now; {where}" for k in self.missing]
+        out += [f"{self.model}: {line}; {where}" for line in self.accuracy]
         return out
 
     @property
     def passed(self) -> bool:
         return not self.regressions
-
-
-def limits_for(card: Card, noise: Noise | None = None) -> dict[str, float]:
-    """The card's limits (or the defaults), each widened to what ``noise`` allows."""
-    limits = {**DEFAULT_LIMITS, **card.gates}
-    for key in limits:
-        r = noise.ratio(key) if noise else None
-        if r is not None:
-            limits[key] = round(min(limits[key], 1 / r) if _BETTER[key] == "higher" else max(limits[key], r), 3)
-    return limits
 
 
 def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc | None:
@@ -124,19 +238,22 @@ def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc
     return max(same, key=lambda d: d.provenance.built_at) if same else None
 
 
-def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noise | None = None) -> GateResult:
-    """``noise``: this machine's measured between-build noise (:func:`measured_noise`), or None for the
-    card's limits as they are."""
+def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noise | None = None,
+         errors: list[str] | None = None) -> GateResult:
+    """``noise``: this machine kind's measured between-run noise (:func:`measured_noise`), or None for the
+    card's limits as they are; ``errors``: recorded files that could not be read (each fails the gate)."""
     base = pick_baseline(current, recorded)
-    res = GateResult(current.model, base, noise=noise)
+    res = GateResult(current.model, base, noise=noise, errors=list(errors or []))
     if base is None:
         return res
     limits = limits_for(card, noise)
-    now, then = headline_stats(current), headline_stats(base)
+    now, then = headline_figures(current), headline_figures(base)
     for key, label, unit, better in METRICS:
-        if key in now and key in then and then[key].median:
-            a, b = now[key], then[key]
-            res.comparisons.append(Comparison(key, label, unit, a.median, b.median, a.median / b.median,
-                                              limits[key], better, a, b))
-    res.accuracy = (accuracy_verdict(base), accuracy_verdict(current))
+        if key in then and key not in now:
+            res.missing.append(key)
+        elif key in now and key in then and then[key].value:
+            a, b = now[key].value, then[key].value
+            res.comparisons.append(Comparison(key, label, unit, a, b, a / b, limits[key], better))
+    res.accuracy = accuracy_regressions(current, base)
+    res.verdicts = (accuracy_verdict(base), accuracy_verdict(current))
     return res

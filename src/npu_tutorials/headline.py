@@ -95,6 +95,13 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
     return out
 
 
+def gated_steps(card) -> list[str]:
+    """The Tutorial steps that measure a card's headline figures, as its page runs them: the benchmark at
+    the report's conditions, or, for a card with sweeps (whose page runs no such benchmark), the
+    concurrency sweep and the roofline (``scripts/repeatability.py`` runs these to measure their noise)."""
+    return ["concurrency_sweep", "efficiency"] if card.sweeps else ["benchmark"]
+
+
 def headlines(doc: ResultsDoc) -> dict[str, float]:
     """The headline figures' medians (:func:`headline_figures`)."""
     return {k: f.value for k, f in headline_figures(doc).items()}
@@ -133,37 +140,6 @@ def staleness(doc: ResultsDoc, current: ResultsDoc | None, now: dt.datetime | No
             if a and b and a != b:
                 why.append(f"{pkg} {a}, this build {b}")
     return "stale: " + "; ".join(why) if why else ""
-
-
-@dataclass
-class Comparison:
-    key: str
-    label: str
-    unit: str
-    current: float
-    baseline: float
-    ratio: float
-    limit: float
-    better: str
-    current_stat: Stat | None = None
-    baseline_stat: Stat | None = None
-
-    @property
-    def beyond_limit(self) -> bool:
-        return self.ratio < self.limit if self.better == "higher" else self.ratio > self.limit
-
-    @property
-    def beyond_noise(self) -> bool:
-        """The two interquartile ranges do not overlap in the bad direction (True without spreads)."""
-        a, b = self.current_stat, self.baseline_stat
-        if a is None or b is None:
-            return True
-        return a.q3 < b.q1 if self.better == "higher" else a.q1 > b.q3
-
-    @property
-    def regressed(self) -> bool:
-        """Worse than the limit allows, and not within the run-to-run spread of both builds."""
-        return self.beyond_limit and self.beyond_noise
 
 
 def same_conditions(a: ResultsDoc, b: ResultsDoc) -> bool:

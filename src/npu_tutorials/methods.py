@@ -141,11 +141,30 @@ def negative_controls_markdown() -> str:
 
 
 def repeatability_markdown() -> str:
-    d = _load("repeatability-qwen2.5-0.5b.json")
-    if d is None:
+    """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
+    resolution) and the leave-one-out false alarms."""
+    from .gate import read_noise_record, NoiseRecordError
+
+    d = Path(recorded_dir()) / "methods"
+    paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
+    if not paths:
         return "*No repeatability run is recorded (run `scripts/repeatability.py`).*"
-    out = [_prov(d), "", f"Two runs of the same measurements against freshly started servers; tolerance "
-           f"{100 * d['tolerance']:.0f} %: {'met' if d['within_tolerance'] else 'not met'}.", "",
-           "| figure | run-to-run difference |", "|---|---|"]
-    out += [f"| {k} | {100 * v:.1f} % |" for k, v in d["relative_differences"].items()]
+    out = []
+    for path in paths:
+        try:
+            rec = read_noise_record(path)
+        except NoiseRecordError as exc:
+            out += [f"*{exc}*", ""]
+            continue
+        p = rec["provenance"]
+        out += [f"### {p['model']} on {p['machine_slug']}, {p['profile']} profile, {p['dtype']}", "",
+                f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
+                f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs.", "",
+                "| figure | each run's median | apart (max / min - 1) | gate limit (resolution) | card's limit | "
+                "leave-one-out false alarms |", "|---|---|---|---|---|---|"]
+        for k, v in rec["headline_runs"].items():
+            fa = rec["false_alarms"].get(k, [0, 0])
+            out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
+                       f"{rec['resolution'][k]} | {rec['card_limits'][k]} | {fa[0]} of {fa[1]} |")
+        out.append("")
     return "\n".join(out)

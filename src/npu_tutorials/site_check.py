@@ -79,9 +79,10 @@ def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str
 
 
 def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]:
-    """``make check GATE=1``: (notes, regressions), one regression per line with both values and provenances."""
+    """``make check GATE=1``: (notes, regressions), one regression per line with both values and provenances.
+    An unreadable recorded document or noise record is a regression: it would turn the gate off."""
     from .cards import load_card
-    from .gate import gate, measured_noise
+    from .gate import gate, limits_for, measured_noise
     from .results import recorded
 
     notes, regressions = [], []
@@ -91,12 +92,18 @@ def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]
             notes.append(f"{key}: no results in this build, nothing to compare")
             continue
         doc = read_doc(path)
-        g = gate(doc, recorded(key), load_card(key), measured_noise(doc))
+        errors: list[str] = []
+        docs = recorded(key, errors=errors)
+        noise = measured_noise(doc, errors=errors)
+        card = load_card(key)
+        g = gate(doc, docs, card, noise, errors)
         if g.baseline is None:
             notes.append(f"{key}: no recorded baseline for {doc.provenance.machine.slug}, "
                          f"{doc.provenance.weights.kind if doc.provenance.weights else '?'} weights, "
-                         f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: passes")
+                         f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: nothing to compare")
         elif g.passed:
-            notes.append(f"{key}: within the limits of the baseline of {g.baseline.provenance.built_at}")
+            lim = ", ".join(f"{k} {v}" for k, v in limits_for(card, noise).items())
+            notes.append(f"{key}: within the limits ({lim}; {noise.source if noise else 'no noise record'}) of "
+                         f"the baseline of {g.baseline.provenance.built_at}")
         regressions += g.regressions
     return notes, regressions

@@ -280,11 +280,22 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
             print(f"[{self.card.key}] could not write the failed run's results: {exc}", file=self.progress.out)
 
     def recorded(self):
-        """Documents of this model recorded by earlier builds on other hardware (``results/``)."""
+        """Documents of this model recorded by earlier builds on other hardware (``results/``); a file that
+        cannot be read is named on the terminal and in :attr:`recorded_errors` (the gate fails on it)."""
         from .results import recorded
 
-        errors: list[str] = []
-        docs = recorded(self.card.key, errors=errors)
-        for e in errors:
+        self.recorded_errors: list[str] = []
+        docs = recorded(self.card.key, errors=self.recorded_errors)
+        for e in self.recorded_errors:
             self.progress.say(f"left out a recorded document: {e}")
         return docs
+
+    def noise(self):
+        """The between-run noise recorded for this build's machine kind, model, profile and dtype
+        (:func:`gate.measured_noise`), or None; a record the gate refuses joins :attr:`recorded_errors`."""
+        from .gate import measured_noise
+
+        errors = getattr(self, "recorded_errors", None)
+        if errors is None:
+            self.recorded_errors = errors = []
+        return measured_noise(self.doc, errors=errors)

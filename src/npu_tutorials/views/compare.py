@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..gate import gate, measured_noise
+from ..gate import Noise, gate
 from ..headline import METRICS, accuracy_verdict, headline_figures, staleness
 from ..schema import ResultsDoc
 from ..tables import Table
@@ -37,27 +37,31 @@ class CompareViews(BaseViews):
             note = "No results of this model are recorded from other hardware yet (results/ in the repository)."
         return Table(cols, rows, caption="On other hardware", note=note)
 
-    def gate_table(self, recorded: list[ResultsDoc]) -> Table:
-        """This build against the recorded baseline of the same conditions, as make check GATE=1 sees it."""
-        g = gate(self.doc, recorded, self.card, measured_noise(self.doc))
+    def gate_table(self, recorded: list[ResultsDoc], noise: Noise | None = None,
+                   errors: list[str] | None = None) -> Table:
+        """This build against the recorded baseline of the same conditions, as make check GATE=1 sees it
+        (``noise``: this machine kind's measured between-run noise, :func:`gate.measured_noise`)."""
+        g = gate(self.doc, recorded, self.card, noise, errors)
         if g.baseline is None:
-            return Table(["", ""], [["baseline", "none recorded for this machine, weights kind, profile and dtype"]],
-                         caption="Regression gate", note="With no baseline the gate passes; make record stores one.")
+            rows = [["baseline", "none recorded for this machine, weights kind, profile and dtype"]]
+            rows += [["unreadable", e] for e in g.errors]
+            return Table(["", ""], rows, caption="Regression gate",
+                         note="With no baseline there is nothing to compare; make record stores one."
+                              + (" An unreadable recorded file fails the gate." if g.errors else ""))
         now, then = headline_figures(self.doc), headline_figures(g.baseline)
         rows = [[c.label, now[c.key].text(), then[c.key].text(), f"{c.ratio:.3f}",
-                 f"{'>=' if c.better == 'higher' else '<='} {c.limit}",
-                 "FAIL" if c.regressed else ("PASS (within the run-to-run spread)" if c.beyond_limit else "PASS")]
+                 f"{'>=' if c.better == 'higher' else '<='} {c.limit}", "FAIL" if c.regressed else "PASS"]
                 for c in g.comparisons]
-        if g.accuracy:
-            base, now = g.accuracy
-            rows.append(["accuracy verdict", now, base, "–", "no PASS -> FAIL",
-                         "FAIL" if (base, now) == ("PASS", "FAIL") else "PASS"])
+        rows += [[then[k].label, "missing", then[k].text(), "–", "present", "FAIL"] for k in g.missing]
+        base, cur = g.verdicts or ("–", "–")
+        rows.append(["accuracy (every check and metric)", cur, base, "–", "no metric lost, failed, or halfway to "
+                     "its threshold", "FAIL" if g.accuracy else "PASS"])
         b = g.baseline.provenance
         return Table(["metric", "this build", "baseline", "ratio", "limit", "gate"], rows,
                      caption=f"Regression gate against the recorded baseline ({b.built_at[:10]}, {b.git_commit[:12]})",
-                     note=(f"Limits widened to the difference measured between two builds of the same code on "
-                           f"this kind of machine ({g.noise.source}). " if g.noise else
-                           "No between-build noise is recorded for this kind of machine (scripts/repeatability.py); "
-                           "the limits are the card's. ") +
-                          "A figure beyond its limit fails only when the two builds' interquartile ranges do not "
-                          "overlap. make check GATE=1 fails with one line per FAIL row.")
+                     note=(f"Limits widened to the between-run noise measured on this kind of machine "
+                           f"({g.noise.source}). " if g.noise else
+                           "No between-run noise is recorded for this machine kind, model, profile and dtype "
+                           "(scripts/repeatability.py); the limits are the card's. ") +
+                          "A figure beyond its limit fails; make check GATE=1 fails with one line per FAIL row."
+                          + ("".join(f" {line}." for line in g.accuracy)))
