@@ -7,6 +7,7 @@
 # make html SHARD=k/N  execute shard k of N (balanced by recorded cost) and pack it into _build/shards/
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
+#                  (a build that fails the gate needs REASON="why it is the new baseline")
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
 VENV ?= .venv

@@ -84,6 +84,20 @@ def test_record_stores_complete_runs_by_machine(tmp_path):
     assert results.recorded("qwen2.5-0.5b", tmp_path / "rec")[0] == make_doc()
 
 
+def test_record_refuses_a_regressed_build_unless_told_why(tmp_path):
+    rec = tmp_path / "rec"
+    results.write_doc(make_doc(built_at="2026-11-01T00:00:00+00:00"), rec / "qwen2.5-0.5b" / "cpu-amd-epyc-2c-bf16.json")
+    build = tmp_path / "build"
+    results.write_doc(make_doc(throughput=50.0), build / "qwen2.5-0.5b.json")
+    with pytest.raises(TutorialError, match=r"refusing to record a build that fails the regression gate .*"
+                                            r"output throughput regressed.*REASON="):
+        results.record(build, rec)
+    assert results.recorded("qwen2.5-0.5b", rec)[0].results.benchmark.summary["output_throughput"] == 100.0
+    results.record(build, rec, reason="new kernels, slower on this CPU: accepted in PR 123")
+    kept = results.recorded("qwen2.5-0.5b", rec)[0]
+    assert kept.provenance.recorded_despite.startswith("new kernels, slower on this CPU: accepted in PR 123 (gate: ")
+
+
 def test_an_unreadable_recording_is_left_out_with_one_line(tmp_path):
     results.write_doc(make_doc(), tmp_path / "qwen2.5-0.5b" / "a.json")
     (tmp_path / "qwen2.5-0.5b" / "b.json").write_text('{"schema": 1}')

@@ -92,6 +92,8 @@ class Provenance(_Model):
     status: Literal["running", "complete", "failed"] = Field(
         description="failed: the run stopped part-way; its sections hold what it measured until then")
     failure: str | None = None
+    recorded_despite: str | None = Field(None, description="make record REASON=...: why this run was recorded "
+                                                           "although it failed the regression gate")
 
 
 # -- sections ----------------------------------------------------------------------------
