@@ -711,3 +711,224 @@ def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(asce
     pid = isolated.call("os:getpid", preload=["torch_npu"], timeout=120)
     assert pid != os.getpid() and (pid, "import torch_npu") in ascend.calls()
     assert not Path(f"/proc/{pid}").exists()
+
+
+# -- issue 25: the Ascend CI workflow and runner path, second pass ------------------------------
+# (items 2, 3, 4, 5 and 13 are also covered by the workflow and bootstrap tests above)
+
+def test_item1_preflight_stops_an_a2_image_on_an_a3_host_naming_the_right_tag(ascend, monkeypatch):
+    """The installed vllm-ascend is built for Atlas A2 (the fake's _build_info.py, as Dockerfile builds it);
+    on an Atlas A3 chip preflight stops before any server, with one line naming the -a3 image."""
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "a3")
+    env = {**os.environ, "TUTORIAL_ONLY": "qwen2_5_0_5b"}
+    p = subprocess.run([sys.executable, "scripts/preflight.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert "built for Atlas A2 (vllm_ascend/_build_info.py: __device_type__ = 'A2')" in lines[0]
+    assert "this NPU is Atlas A3 (Ascend910_9391 250)" in lines[0]
+    assert lines[0].endswith(f"use the image {commands.ascend_image('a3')}")
+    # read without importing vllm_ascend or touching the device here (the fixture checks the device log)
+    assert devices.image_build_type() == "A2" and "vllm_ascend" not in sys.modules
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "a2")
+    _forget_probes()
+    backend.check_npu_image()  # the image of the chip's family: nothing to say
+
+
+@pytest.mark.parametrize("key", [f.key for f in devices.NPU_FAMILIES])
+def test_item1_each_family_s_image_matches_only_its_own_chips(key):
+    fam = devices.FAMILY[key]
+    for other in devices.NPU_FAMILIES:
+        problem = backend.npu_image_problem(other.socs[0], build_type=fam.build_type)
+        assert (problem == "") == (other is fam)
+        if problem:
+            assert problem.endswith(f"use the image {commands.ascend_image(other.key)}") and "\n" not in problem
+
+
+def test_item1_the_copy_paste_set_and_the_runner_guide_name_the_image_per_family(tmp_path):
+    from npu_tutorials.deploy import targets
+    from npu_tutorials.runner_page import families_md
+    from npu_tutorials.sphinx_hooks import write_generated
+
+    text = targets("npu")
+    assert "```{include} _generated/runner_families.md\n```" in RUNNER_MD.read_text()
+    write_generated(tmp_path)
+    table = (tmp_path / "_generated" / "runner_families.md").read_text()
+    assert table == families_md()
+    for f in devices.NPU_FAMILIES:
+        assert f"``{commands.ascend_image(f.key)}`` ({f.label})" in text
+        row = next(line for line in table.splitlines() if line.startswith(f"| {f.label}"))
+        assert f"`{commands.ascend_image(f.key)}`" in row and f"`{f.runner_label}`" in row
+        assert (f"/dev/davinci{f.chips - 1}" in row) if f.chips else "per chip" in row
+    assert commands.ascend_image("a5").endswith("-a5")
+
+
+def test_item2_and_3_the_runner_guide_says_how_two_runners_share_a_host():
+    md = RUNNER_MD.read_text()
+    section = md.split("## Two runners on one host")[1].split("\n## ")[0]
+    assert "its own chips only" in section and "never share a chip" in section
+    assert "ASCEND_RT_VISIBLE_DEVICES" in section and "matrix entry names its own chips" in section
+    assert "`/github/home/.cache`" in md and "`safe.directory`" in md and "`bash -el`" in md
+
+
+def test_item5_an_unknown_commit_stops_a_published_build_and_is_never_equal_to_itself(tmp_path):
+    from npu_tutorials import shards
+    from npu_tutorials.results import UNKNOWN_COMMIT, known_commit
+
+    # git cannot read the checkout (in a container job: "dubious ownership"; here: no repository at GIT_DIR)
+    env = {**os.environ, "TUTORIAL_PUBLISH": "npu", "GIT_DIR": str(tmp_path / "no-repo")}
+    p = subprocess.run([sys.executable, "scripts/preflight.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert lines[0].startswith("error: PUBLISH=npu needs this checkout's commit, and git cannot tell it (fatal:")
+    assert "git config --global --add safe.directory" in lines[0]
+    with pytest.raises(TutorialError, match="packing shard 1/2 needs this checkout's commit"):
+        known_commit("packing shard 1/2", cwd=tmp_path)
+    manifests = [(Path(f"shard-{k}-of-2.tar.gz"), {"commit": UNKNOWN_COMMIT, "shard": k, "of": 2, "tutorials": [s]})
+                 for k, s in ((1, "a"), (2, "b"))]
+    [problem] = shards.check_set(manifests, UNKNOWN_COMMIT)
+    assert problem.startswith("the commit is unknown for shard-1-of-2.tar.gz, shard-2-of-2.tar.gz, this checkout")
+
+
+@pytest.mark.parametrize("soc, family", [*[(s, "a2") for s in range(220, 226)], *[(s, "a3") for s in range(250, 256)],
+                                         *[(s, "310p") for s in range(200, 206)], (260, "a5"), (256, None),
+                                         (240, None), (102, None), (226, None), (261, None)])
+def test_item8_chips_are_classified_by_soc_number_as_vllm_ascend_does(soc, family):
+    """vllm_ascend/utils.py check_ascend_device_type: 220-225 A2, 250-255 A3, 200-205 310P, 260 A5; the rest
+    (SoC 256 = Ascend910_9363, the 310B, the first 910) is refused."""
+    if family:
+        assert devices.npu_family(soc).key == family
+    else:
+        with pytest.raises(TutorialError) as e:
+            devices.npu_family(soc)
+        assert "\n" not in str(e.value) and f"SoC {soc}" in str(e.value)
+
+
+def test_item8_an_a3_like_name_with_soc_256_is_refused(ascend, monkeypatch):
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "a3_9363")
+    env = backend.describe_environment("npu")
+    assert (env.device_name, env.soc_version) == ("Ascend910_9363", 256)
+    with pytest.raises(TutorialError, match=r"Ascend910_9363 \(SoC 256\) is not a chip vllm-ascend supports"):
+        backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version)
+
+
+@pytest.mark.parametrize("visible, count", [("4,5", 2), ("5,4", 0), ("1,1", 0), ("3,9", 1), ("", 0), ("2,x3", 1),
+                                            ("6,7", 2)])
+def test_item9_fake_device_count_follows_torch_npu_s_visible_devices_rule(ascend, monkeypatch, visible, count):
+    """Ascend/pytorch v2.10.0 _device_count_ascend_hal: ascending ids only, cut at the first id the host lacks."""
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", visible)
+    assert backend.device_probe("npu")["count"] == count
+
+
+def test_item9_fake_get_device_name_and_vllm_ascend_behave_as_the_real_ones(ascend):
+    code = ("import torch_npu; n = torch_npu.npu; n.set_device(3); "
+            "print(n.get_device_name(5) == n.get_device_properties(3).name, n.current_device())")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "3"], out.stderr
+    assert any(c == "npu.get_device_name(5)" for _, c in ascend.calls())
+    # vllm_ascend's __init__ imports nothing: it imports without CANN's environment, torch_npu does not
+    bare = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    assert subprocess.run([sys.executable, "-c", "import vllm_ascend"], env=bare).returncode == 0
+    p = subprocess.run([sys.executable, "-c", "import torch_npu"], env=bare, capture_output=True, text=True)
+    assert p.returncode != 0 and "libhccl.so: cannot open shared object file" in p.stderr
+
+
+@pytest.mark.parametrize("layout, version", [("Ascend", "9.1.0"), ("Ascend-cann8", "8.3.RC1")])
+def test_item9_both_cann_layouts_report_their_version(ascend, monkeypatch, layout, version):
+    tree = ascend.tmp / f"tree-{layout}"
+    shutil.copytree(FAKES / layout, tree, symlinks=True)
+    monkeypatch.setenv(devices.ASCEND_ROOT_ENV, str(tree))
+    env = _sourced(tree / "ascend-toolkit" / "set_env.sh", base={"PATH": os.environ["PATH"]})
+    monkeypatch.setenv("ASCEND_TOOLKIT_HOME", env["ASCEND_TOOLKIT_HOME"])
+    assert Path(env["ASCEND_TOOLKIT_HOME"]).name == ("cann-9.1.0" if layout == "Ascend" else "latest")
+    assert (tree / "ascend-toolkit" / "latest").is_symlink() == (layout == "Ascend")
+    assert backend.describe_environment("npu").cann == version
+
+
+def test_every_fake_cites_the_real_file_it_follows():
+    readme = (FAKES / "README.md").read_text()
+    for fake in ("npu_smi/info_a2_910b3.txt", "npu_smi/info_a3.txt", "bin-npu/npu-smi", "bin-cuda/nvidia-smi",
+                 "Ascend/cann-9.1.0", "Ascend-cann8/", "site-npu/torch_npu", "site-npu/vllm_ascend",
+                 "bin-python/python", "site-torch/torch", "cpuinfo/kunpeng920.txt",
+                 "share/info/ascendnpu-ir/bin/set_env.sh", "nnal/atb/set_env.sh"):
+        row = next((line for line in readme.splitlines() if line.startswith("|") and fake in line), None)
+        assert row, f"{fake} is not in tests/fakes/README.md"
+    for cited in ("torch_npu/npu/__init__.py", "NpuVariables.h", "vllm_ascend/__init__.py", "setup.py",
+                  "Dockerfile", "collect_env.py", "cann-container-image", "lscpu-arm.c"):
+        assert cited in readme, cited
+    for py in ("site-npu/torch_npu/npu/__init__.py", "site-npu/vllm_ascend/__init__.py"):
+        assert "v2.10.0" in (FAKES / py).read_text() or "v0.23.0" in (FAKES / py).read_text(), py
+
+
+def test_item10_the_build_and_the_reader_wait_for_a_first_graph_mode_start():
+    import inspect
+
+    from npu_tutorials.deploy import steps
+    from npu_tutorials.server import ENGINE_READY_TIMEOUT_S, VLLMServer
+
+    assert ENGINE_READY_TIMEOUT_S == 1800  # VLLM_ENGINE_READY_TIMEOUT_S of vllm-ascend's nightly CI
+    assert inspect.signature(VLLMServer).parameters["startup_timeout"].default == ENGINE_READY_TIMEOUT_S
+    card = load_card("qwen2.5-0.5b")
+    assert commands.build_env(card, "npu", environ={})["VLLM_ENGINE_READY_TIMEOUT_S"] == str(ENGINE_READY_TIMEOUT_S)
+    health = next(s for s in steps(card, "npu") if s.key == "health").text
+    assert f"timeout {ENGINE_READY_TIMEOUT_S} bash -c" in health
+
+
+def test_item11_qwen_1_8b_chat_text_says_what_the_pinned_image_carries():
+    card = load_card("qwen-1_8b-chat")
+    texts = [commands.CONVERSION_WHY.format(arch=card.architecture), commands.deploy_rst(card),
+             (ROOT / "gallery" / "qwen_1_8b_chat.py").read_text().split('"""')[1]]
+    from npu_tutorials.e2e import e2e_config
+
+    texts.append(e2e_config(card))
+    for t in texts:
+        flat = " ".join(t.split())
+        assert "newer vLLM" not in flat and "<= 0.23 can also serve" not in flat
+        assert "no vllm-ascend support list or test" in flat, flat[:200]
+
+
+def test_item12_a_kunpeng_host_reads_as_one(monkeypatch, tmp_path):
+    """/proc/cpuinfo of a Kunpeng 920 has no "model name" line; ARM's bf16 is a word of its Features line."""
+    monkeypatch.delenv("TUTORIAL_CPU_BF16", raising=False)
+    kunpeng = FAKES / "cpuinfo" / "kunpeng920.txt"
+    monkeypatch.setattr(backend, "CPUINFO", str(kunpeng))
+    assert backend._cpu_model() == "HiSilicon Kunpeng-920"
+    assert backend.cpu_has_native_bf16() is False
+    with_bf16 = tmp_path / "cpuinfo"
+    with_bf16.write_text(kunpeng.read_text().replace("asimdfhm", "asimdfhm bf16 i8mm"))
+    monkeypatch.setattr(backend, "CPUINFO", str(with_bf16))
+    assert backend.cpu_has_native_bf16() is True
+
+
+def test_item12_the_build_never_autoloads_torch_npu():
+    text = (ROOT / "Makefile").read_text()
+    assert "\nexport TORCH_DEVICE_BACKEND_AUTOLOAD := 0\n" in text  # every command make runs (and the bootstrap test)
+
+
+def test_item12_e2e_config_uses_vllm_ascend_s_series_label_and_an_explicit_chat_template():
+    import yaml
+
+    from npu_tutorials.e2e import e2e_config
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from docs import machine, make_doc
+
+    card = load_card("qwen2.5-0.5b")
+    data = yaml.safe_load(e2e_config(card))
+    assert data["hardware"] == "Atlas A2 Series" and data["apply_chat_template"] is True
+    a3 = make_doc(mach=machine("npu", "Ascend910_9391", soc="250", n=16))
+    assert yaml.safe_load(e2e_config(card, a3))["hardware"] == "Atlas A3 Series"
+    assert "this build ran on Ascend910_9391 x 16" in e2e_config(card, a3)
+
+
+def test_item12_the_multi_card_docker_line_is_vllm_ascend_s():
+    card = load_card("qwen2.5-0.5b")
+    npu_tab = commands.deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
+    multi = npu_tab.split("**Several cards.**")[1]
+    assert "--net=host" in multi and "-v /usr/local/Ascend/driver/tools/hccn_tool:" in multi
+    assert "-p 800" not in multi.split("*One server per card")[0]  # host network: nothing to publish
+    a3 = devices.FAMILY["a3"]
+    assert f"an {a3.label} card holds {a3.chips_per_card} of them" in " ".join(multi.split())
+    single = commands.docker_run_argv()
+    assert "--net=host" not in single and not any("hccn_tool" in a for a in single)
