@@ -374,6 +374,7 @@ def test_bootstrap_floor_is_sphinx_s():
     assert pinned.split(".")[0] == "9"  # sphinx 9.0: Requires-Python >=3.11 (its pyproject.toml)
     text = BOOTSTRAP.read_text()
     assert 'SUPPORTED="3.11 and 3.12"' in text and "3.11|3.12) ;;" in text and "3.10" not in text
+    assert 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
 
 
 def _pythons():

@@ -163,6 +163,9 @@ def engine_dtype(card_dtype: str, backend: str, device_name: str | None = None,
     if backend != "npu":
         return EngineDtype(card_dtype, False, "")
     name = (device_name or "").strip()
+    if soc_version is None:  # a caller without the probe's SoC number: the family is not known
+        return EngineDtype(card_dtype, False, f"{name or 'this NPU'}: no SoC version was given, so its device family "
+                                              f"is unknown; serving the card's {card_dtype} unchanged")
     family = devices.npu_family(soc_version, name)
     if family.dtype and family.dtype != card_dtype:
         return EngineDtype(family.dtype, False, (

@@ -206,7 +206,7 @@ def deploy_rst(card: Card) -> str:
 # mounted at the same paths, a larger /dev/shm, the model cache.
 
 VLLM_ASCEND_IMAGE = "quay.io/ascend/vllm-ascend"
-VLLM_ASCEND_TAG = "v0.23.0"  # the release facts.md pairs with vLLM 0.23.0, CANN 9.1.0, Python 3.10-3.12
+VLLM_ASCEND_TAG = "v0.23.0"  # the release facts.md pairs with vLLM 0.23.0, CANN 9.1.0 (its images: Python 3.12)
 # What that image carries (vllm-project/vllm-ascend at tag v0.23.0, commit 5cb98caa: its Dockerfile builds
 # FROM quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12 and installs vLLM v0.23.0; the v0.23.0 row of
 # docs/source/community/versioning_policy.md on main gives torch 2.10.0 / torch_npu 2.10.0.post4).
