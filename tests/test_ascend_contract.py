@@ -912,8 +912,7 @@ def test_item12_e2e_config_uses_vllm_ascend_s_series_label_and_an_explicit_chat_
 
     from npu_tutorials.e2e import e2e_config
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from docs import machine, make_doc
+    from docs import machine, make_doc  # tests/docs.py (conftest puts tests/ on sys.path)
 
     card = load_card("qwen2.5-0.5b")
     data = yaml.safe_load(e2e_config(card))
