@@ -17,6 +17,10 @@ VPY := $(VENV)/bin/python
 # `import torch` fails, since torch auto-loads torch_npu); elsewhere it does nothing.
 SHELL := /bin/bash
 RUN = source $(VENV)/tutorial-env.sh &&
+# `import torch` in the build's own processes must not load torch_npu (torch's device-backend autoload
+# would, and initialise CANN there); the processes that use the NPU import it themselves (vllm-ascend's
+# worker and platform, npu_tutorials.isolated's preload).
+export TORCH_DEVICE_BACKEND_AUTOLOAD := 0
 BUILDDIR ?= _build
 SPHINXOPTS ?=
 SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)

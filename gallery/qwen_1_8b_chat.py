@@ -4,9 +4,10 @@ Qwen-1_8B-Chat: a first-generation QWen model on any vLLM
 
 Qwen-1_8B-Chat is the 1.8 B chat model of Alibaba Cloud's first Qwen
 generation, with an 8K-token context.  Its architecture, ``QWenLMHeadModel``,
-needs ``--trust-remote-code`` and was removed from vLLM after 0.23.0, so the
-original report's commands only work on the vllm-ascend 0.23 line; current
-vllm-ascend images carry a newer vLLM.  This tutorial serves it on every
+needs ``--trust-remote-code`` and was removed from vLLM after 0.23.0.  The
+vllm-ascend image this site pins still carries that vLLM, but first-generation
+QWen is in no vllm-ascend support list or test, so the original report's route
+is untested on the NPU.  This tutorial serves it on every
 backend through an exact conversion to the equivalent ``Qwen2ForCausalLM``
 layout, with no remote code at all.  It then
 repeats the report's checks: a chat request, the serving benchmark, numeric

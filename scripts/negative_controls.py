@@ -67,7 +67,7 @@ def main() -> int:
             from npu_tutorials.convert import ensure_converted
 
             right = ensure_converted(right)
-        served = engine_dtype(card.serve.dtype, backend, env.device_name)
+        served = engine_dtype(card.serve.dtype, backend, env.device_name, env.soc_version)
         dtype = accuracy_dtype(card.serve.dtype, backend, served.dtype)  # as the pages' checks run
         dtype_note = served.why if dtype == served.dtype else ""
         gen = json.loads((right / "generation_config.json").read_text()) \

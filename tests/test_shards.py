@@ -68,13 +68,22 @@ def _fake_gallery(d: Path) -> Path:
 
 
 def _copy_checkout(dest: Path) -> Path:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for f in files:
-        src = ROOT / f
-        if src.is_file() and not f.startswith("docs/source/tutorials/models/"):
-            (dest / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / f)
+    """A clone of this working tree's files, committed once beside ``dest``: every copy of one test is at the
+    same commit, as the runners of one CI run are (a copy without git has an unknown commit, and shards of an
+    unknown commit are refused)."""
+    base = dest.parent / "checkout-base"
+    if not base.exists():
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.split()
+        for f in files:
+            src = ROOT / f
+            if src.is_file() and not f.startswith("docs/source/tutorials/models/"):
+                (base / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, base / f)
+        git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false"]
+        for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "checkout"]):
+            subprocess.run([*git, *cmd], cwd=base, check=True, capture_output=True)
+    subprocess.run(["git", "clone", "-q", str(base), str(dest)], check=True, capture_output=True)
     return dest
 
 

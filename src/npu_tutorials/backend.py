@@ -32,6 +32,7 @@ from .errors import TutorialError
 BACKENDS = ("npu", "cuda", "cpu")
 DEVICE_LABEL = {"npu": "Ascend NPU", "cuda": "NVIDIA GPU", "cpu": "CPU"}
 PROBE_TIMEOUT_S = 300.0
+CPUINFO = "/proc/cpuinfo"  # tests point it at a captured file
 
 
 def _installed(*modules: str) -> bool:
@@ -117,29 +118,24 @@ def host_threads() -> int:
 
 
 def cpu_has_native_bf16() -> bool:
-    """AVX512-BF16 or AMX: without them the CPU emulates bf16 matmuls (measured 3-10x slower than fp32).
+    """AVX512-BF16 or AMX (x86), BF16 (ARM): without them the CPU emulates bf16 matmuls (measured 3-10x slower than fp32).
 
     ``TUTORIAL_CPU_BF16=0`` makes a machine with them behave as one without (with
     ``ONEDNN_MAX_CPU_ISA=AVX2``, to measure an AVX2-only machine's build here)."""
     forced = os.environ.get("TUTORIAL_CPU_BF16", "").strip()
     if forced in ("0", "1"):
         return forced == "1"
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return bool(re.search(r"\b(avx512_bf16|amx_bf16)\b", flags))
+    text = _cpuinfo()
+    if re.search(r"\b(avx512_bf16|amx_bf16)\b", text):
+        return True
+    # ARM: the BF16 extension is the ``bf16`` word of the ``Features`` line (Linux's arm64 hwcaps)
+    return any(line.startswith("Features") and "bf16" in line.split(":", 1)[-1].split()
+               for line in text.splitlines())
 
 
 # -- dtype per device family -----------------------------------------------------------------
-
-# Device names as torch_npu reports them (aclrtGetSocName), from torch_npu's SoC table
-# (Ascend/pytorch torch_npu/csrc/core/npu/NpuVariables.cpp) and vllm-ascend's A2/A3 split
-# (vllm_ascend/utils.py: SoC 220-225 = A2, 250-255 = A3).
-_A2 = re.compile(r"^Ascend910B[1-4](C|-1)?$")  # Ascend910B1..B4, B2C, B4-1: Atlas A2
-_A3 = re.compile(r"^Ascend910_93\d\d$")  # Ascend910_9391 ... _9362: Atlas A3
-_310P = re.compile(r"^Ascend310P\d*$")  # Atlas 300I (Duo)
-_FIRST_GEN = re.compile(r"^Ascend910(A|B|ProA|ProB|PremiumA)?$")  # SoC 100-104: the first Ascend 910
+# The family comes from the SoC number, by vllm-ascend's own ranges (devices.npu_family), never from
+# the device's name: Ascend910_9363 (SoC 256) looks like an A3 name but vllm-ascend refuses it.
 
 
 class EngineDtype(NamedTuple):
@@ -154,32 +150,60 @@ def accuracy_dtype(card_dtype: str, backend: str, served: str) -> str:
     return card_dtype if backend == "cpu" else served
 
 
-def engine_dtype(card_dtype: str, backend: str, device_name: str | None = None) -> EngineDtype:
+def engine_dtype(card_dtype: str, backend: str, device_name: str | None = None,
+                 soc_version: int | None = None) -> EngineDtype:
     """The dtype the engine serves in on this device, whether it must run eager, and why.
 
-    ``device_name`` is the name torch_npu / torch reports (``Environment.device_name``).
-    Raises :class:`TutorialError` on a device vllm-ascend does not support.
+    On the NPU the family is that of ``soc_version`` (``Environment.soc_version``; ``device_name`` only
+    names it).  Raises :class:`TutorialError` on a chip vllm-ascend does not support.  Every supported
+    family runs graph mode: vllm-ascend v0.23.0 has an ACL-graph model runner for 310P too
+    (``vllm_ascend/_310p/model_runner_310p.py``), and serves float16 there.
     """
     if backend == "cpu":
         if card_dtype == "bfloat16" and not cpu_has_native_bf16():
             return EngineDtype("float32", False, (
-                "this CPU has no AVX512-BF16/AMX, so bf16 matmuls are emulated and several times "
-                "slower than fp32; the CPU build serves in float32 (accelerators use bfloat16)"))
+                "this CPU has no native bf16 (AVX512-BF16/AMX, or ARM's BF16 extension), so bf16 matmuls are "
+                "emulated and several times slower than fp32; the CPU build serves in float32 (accelerators "
+                "use bfloat16)"))
         return EngineDtype(card_dtype, False, "")
     if backend != "npu":
         return EngineDtype(card_dtype, False, "")
     name = (device_name or "").strip()
-    if _FIRST_GEN.match(name):
-        raise TutorialError(f"{name} is a first-generation Ascend 910, which vllm-ascend does not support "
-                            "(it supports Atlas A2, Atlas A3 and Atlas 300I); build on one of those")
-    if _310P.match(name):
-        return EngineDtype("float16", True, (
-            f"{name} (Atlas 300I) has no bfloat16: vllm-ascend serves float16 in eager mode there"))
-    if _A2.match(name) or _A3.match(name):
-        return EngineDtype(card_dtype, False, "")
-    return EngineDtype(card_dtype, False, (
-        f"{name or 'this NPU'} is not a device family this project knows (Atlas A2, A3, 300I): "
-        f"serving the card's {card_dtype} unchanged"))
+    if soc_version is None:  # a caller without the probe's SoC number: the family is not known
+        return EngineDtype(card_dtype, False, f"{name or 'this NPU'}: no SoC version was given, so its device family "
+                                              f"is unknown; serving the card's {card_dtype} unchanged")
+    family = devices.npu_family(soc_version, name)
+    if family.dtype and family.dtype != card_dtype:
+        return EngineDtype(family.dtype, False, (
+            f"{name or family.label} ({family.label}) has no {card_dtype}: vllm-ascend serves {family.dtype} there"))
+    return EngineDtype(card_dtype, False, "")
+
+
+def npu_image_problem(soc_version: int | None, device_name: str = "", build_type: str | None = None) -> str:
+    """'' when the installed vllm-ascend was built for this chip's family, else one line naming the image
+    to use.  vllm-ascend's worker asserts the match at start-up (``check_ascend_device_type``); this reads
+    ``vllm_ascend/_build_info.py`` without touching the device, so the build stops before any server."""
+    from .commands import ascend_image
+
+    chip = devices.npu_family(soc_version, device_name)
+    built = build_type if build_type is not None else devices.image_build_type()
+    if built is None or built == chip.build_type:
+        return ""
+    image = next((f for f in devices.NPU_FAMILIES if f.build_type == built), None)
+    built_for = image.label if image else f"device type {built!r}"
+    return (f"the installed vllm-ascend was built for {built_for} (vllm_ascend/_build_info.py: __device_type__ = "
+            f"{built!r}) but this NPU is {chip.label} ({device_name or 'SoC'} {soc_version}), and vllm-ascend "
+            f"stops at start-up on that mismatch: use the image {ascend_image(chip.key)}")
+
+
+def check_npu_image() -> None:
+    """Stop with one line when the installed vllm-ascend was built for another device family than the
+    visible NPUs' (the SoC comes from the probe in a child process; the build info is read as a file)."""
+    probe = device_probe("npu")
+    name = str(probe["devices"][0]["name"]) if probe.get("devices") else ""
+    problem = npu_image_problem(probe.get("soc_version"), name)
+    if problem:
+        raise TutorialError(problem)
 
 
 # -- the environment report ------------------------------------------------------------------
@@ -193,14 +217,35 @@ def _version(*dists: str) -> str | None:
     return None
 
 
-def _cpu_model() -> str:
+# ARM CPUs by (CPU implementer, CPU part) of /proc/cpuinfo, which has no "model name" line there; names as
+# util-linux's lscpu prints them (sys-utils/lscpu-arm.c: hw_implementer[], hisi_part[], arm_part[]).
+ARM_IMPLEMENTERS = {0x41: "ARM", 0x48: "HiSilicon"}
+ARM_PARTS = {(0x48, 0xd01): "Kunpeng-920"}
+
+
+def _cpuinfo() -> str:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        return Path(CPUINFO).read_text()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return ""
+
+
+def _cpu_model() -> str:
+    """x86: the ``model name`` line.  ARM (a Kunpeng host of an Atlas server): vendor and part, as lscpu
+    names them, from ``CPU implementer`` / ``CPU part``."""
+    fields: dict[str, str] = {}
+    for line in _cpuinfo().splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    if fields.get("model name"):
+        return fields["model name"]
+    try:
+        impl, part = int(fields["CPU implementer"], 16), int(fields["CPU part"], 16)
+    except (KeyError, ValueError):
+        return platform.processor() or platform.machine()
+    vendor = ARM_IMPLEMENTERS.get(impl, f"ARM implementer {impl:#x}")
+    return f"{vendor} {ARM_PARTS.get((impl, part), f'part {part:#x}')}"
 
 
 def _mem_gib() -> float | None:

@@ -13,15 +13,23 @@ import sys
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from . import devices
 from .cards import Card
+from .server import ENGINE_READY_TIMEOUT_S
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.
 CONVERTED_ARCHS = {"QWenLMHeadModel": "Qwen2ForCausalLM"}
-# vLLM lists QWenLMHeadModel as supported up to 0.23.0; vllm-ascend 0.23 pairs with vLLM 0.23.
-NATIVE_NPU_NOTE = "vllm-ascend <= 0.23 can also serve the original {arch} checkpoint with --trust-remote-code"
+# vLLM lists QWenLMHeadModel as supported up to 0.23.0, and the pinned image carries vLLM 0.23.0; but no
+# vllm-ascend support list (docs/source/user_guide/support_matrix/supported_models.md) or e2e test names a
+# first-generation QWen model, so the native route on the NPU is untested.
+NATIVE_NPU_NOTE = ("the image's vLLM {vllm} still has {arch}, so the original checkpoint may load with "
+                   "--trust-remote-code, but first-generation QWen is in no vllm-ascend support list or test: "
+                   "that route is untested on the NPU")
+CONVERSION_WHY = ("vLLM removed {arch} after 0.23.0, and first-generation QWen is in no vllm-ascend support list or "
+                  "test; the conversion is exact and needs no remote code")
 
 
 def serve_flags(card: Card, backend: str, *, native: bool = True, dtype: str | None = None,
@@ -57,7 +65,10 @@ VISIBLE_DEVICES_VAR = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "cuda": "CUDA_VISIBLE
 def _engine_env(card: Card, backend: str) -> dict[str, str]:
     """Settings every command of ``backend`` carries (shown and executed alike)."""
     if backend == "npu":
-        return {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
+        # vLLM's own wait for the engine (default 600 s) is too short for a first graph-mode start on the
+        # NPU (ACL graph capture, triton-ascend JIT); vllm-ascend's nightly CI sets the same 1800 s.
+        return {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+                "VLLM_ENGINE_READY_TIMEOUT_S": str(ENGINE_READY_TIMEOUT_S)}
     if backend == "cpu":
         return {"VLLM_CPU_KVCACHE_SPACE": str(card.serve.cpu_kvcache_gib)}
     return {}
@@ -195,7 +206,7 @@ def deploy_rst(card: Card) -> str:
 # mounted at the same paths, a larger /dev/shm, the model cache.
 
 VLLM_ASCEND_IMAGE = "quay.io/ascend/vllm-ascend"
-VLLM_ASCEND_TAG = "v0.23.0"  # the release facts.md pairs with vLLM 0.23.0, CANN 9.1.0, Python 3.10-3.12
+VLLM_ASCEND_TAG = "v0.23.0"  # the release facts.md pairs with vLLM 0.23.0, CANN 9.1.0 (its images: Python 3.12)
 # What that image carries (vllm-project/vllm-ascend at tag v0.23.0, commit 5cb98caa: its Dockerfile builds
 # FROM quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12 and installs vLLM v0.23.0; the v0.23.0 row of
 # docs/source/community/versioning_policy.md on main gives torch 2.10.0 / torch_npu 2.10.0.post4).
@@ -205,11 +216,20 @@ VLLM_ASCEND_STACK = {"vllm": "0.23.0", "cann": "9.1.0", "torch": "2.10.0", "torc
 # checks every command on the site (vllm-cpu 0.32.0 is the CPU build of vLLM 0.32.0).
 VLLM_CPU_VERSION = "0.32.0"
 VLLM_GPU_VERSION = "0.32.0"
-IMAGE_VARIANTS = {"a2": "", "a3": "-a3", "310p": "-310p"}  # Atlas A2 / A3 / 300I (installation.md's table)
+# The image per device family: devices.NPU_FAMILIES (tag suffixes of installation.md's image table).
+IMAGE_VARIANTS = {f.key: f.tag_suffix for f in devices.NPU_FAMILIES}
 ASCEND_CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 ASCEND_DRIVER_MOUNTS = ("/usr/local/dcmi", "/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/lib64/",
                         "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info")
+# What installation.md's multi-card (A2/A3) docker line adds: the host's network (HCCL between the chips and
+# across hosts) and the driver's hccn_tool (the chips' RoCE network settings).
+ASCEND_MULTI_CARD_MOUNTS = ("/usr/local/Ascend/driver/tools/hccn_tool",)
 CONTAINER_WORKDIR = "/workspace/npu-tutorials"
+# The model cache: where a container's HOME puts it.  `docker run` keeps the image's HOME (/root); GitHub's
+# container jobs run their steps with HOME=/github/home, so the CI workflow mounts the host's cache there.
+CONTAINER_HOME = "/root"
+CI_CONTAINER_HOME = "/github/home"
+HOST_CACHE = "/root/.cache"
 
 
 def ascend_image(variant: str = "a2", tag: str = VLLM_ASCEND_TAG) -> str:
@@ -218,27 +238,30 @@ def ascend_image(variant: str = "a2", tag: str = VLLM_ASCEND_TAG) -> str:
     return f"{VLLM_ASCEND_IMAGE}:{tag}{IMAGE_VARIANTS[variant]}"
 
 
-def ascend_container_options(devices: Sequence[int] = (0,), shm_size: str = "1g") -> list[str]:
+def ascend_container_options(devices: Sequence[int] = (0,), shm_size: str = "1g", *,
+                             multi_card: bool = False) -> list[str]:
     """The ``docker run`` options that give a container the NPUs ``devices`` (the host's
-    ``/dev/davinciN``) and the driver; shared by :func:`docker_run_argv` and the CI workflow."""
-    opts = [f"--shm-size={shm_size}"]
+    ``/dev/davinciN``) and the driver; shared by :func:`docker_run_argv` and the CI workflow.
+    ``multi_card``: also the host's network and ``hccn_tool``, as installation.md's A2/A3 line has them."""
+    opts = [f"--shm-size={shm_size}"] + (["--net=host"] if multi_card else [])
     for i in devices:
         opts += ["--device", f"/dev/davinci{int(i)}"]
     for d in ASCEND_CONTROL_DEVICES:
         opts += ["--device", d]
-    for m in ASCEND_DRIVER_MOUNTS:
+    for m in ASCEND_DRIVER_MOUNTS[:1] + (ASCEND_MULTI_CARD_MOUNTS if multi_card else ()) + ASCEND_DRIVER_MOUNTS[1:]:
         opts += ["-v", f"{m}:{m}"]
     return opts
 
 
 def docker_run_argv(image: str | None = None, devices: Sequence[int] = (0,), *, name: str = "npu-tutorials-site",
-                    repo: str = "$PWD", cache: str = "/root/.cache", command: Sequence[str] = ("bash",),
-                    workdir: str = CONTAINER_WORKDIR, ports: Sequence[int] = ()) -> list[str]:
+                    repo: str = "$PWD", cache: str = HOST_CACHE, command: Sequence[str] = ("bash",),
+                    workdir: str = CONTAINER_WORKDIR, ports: Sequence[int] = (), multi_card: bool = False) -> list[str]:
     """``docker run`` of vllm-ascend's image with ``devices``, ``repo`` (this repository, or the reader's
-    deployment folder) at ``workdir``, the host's model cache at ``/root/.cache`` and ``ports`` published."""
-    published = [a for p in ports for a in ("-p", f"{int(p)}:{int(p)}")]
-    return ["docker", "run", "--rm", "--name", name, *ascend_container_options(devices),
-            "-v", f"{cache}:/root/.cache", "-v", f"{repo}:{workdir}", "-w", workdir, *published,
+    deployment folder) at ``workdir``, the host's model cache where the container's HOME looks for it and
+    ``ports`` published.  ``multi_card``: the host's network (ports need no publishing then) and hccn_tool."""
+    published = [] if multi_card else [a for p in ports for a in ("-p", f"{int(p)}:{int(p)}")]
+    return ["docker", "run", "--rm", "--name", name, *ascend_container_options(devices, multi_card=multi_card),
+            "-v", f"{cache}:{CONTAINER_HOME}/.cache", "-v", f"{repo}:{workdir}", "-w", workdir, *published,
             "-it", image or ascend_image(), *command]
 
 

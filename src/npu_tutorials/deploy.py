@@ -22,6 +22,8 @@ from math import prod
 from pathlib import Path
 
 from . import commands as C
+from . import devices
+from .server import ENGINE_READY_TIMEOUT_S
 from .bench import bench_args
 from .cards import Card
 
@@ -42,9 +44,11 @@ def targets(backend: str) -> str:
     """The software a tab's commands target."""
     s = C.VLLM_ASCEND_STACK
     if backend == "npu":
-        return (f"vllm-ascend {C.VLLM_ASCEND_TAG.lstrip('v')} in its image ``{C.ascend_image()}`` (Atlas A2; "
-                f"``-a3`` and ``-310p`` tags for Atlas A3 and 300I): vLLM {s['vllm']}, CANN {s['cann']}, "
-                f"torch {s['torch']} / torch_npu {s['torch_npu']}, Python {s['python']}.")
+        images = "; ".join(f"``{C.ascend_image(f.key)}`` ({f.label})" for f in devices.NPU_FAMILIES)
+        return (f"vllm-ascend {C.VLLM_ASCEND_TAG.lstrip('v')} in its image for your device family, "
+                f"{images}: vLLM {s['vllm']}, CANN {s['cann']}, torch {s['torch']} / torch_npu "
+                f"{s['torch_npu']}, Python {s['python']}. Each image runs only on its own family: vllm-ascend "
+                "stops at start-up on another.")
     if backend == "cuda":
         return (f"vLLM {C.VLLM_GPU_VERSION} (``pip install vllm=={C.VLLM_GPU_VERSION}``), the release whose "
                 "argument parser checks these commands.")
@@ -214,7 +218,7 @@ def health_text(card: Card, place: Place) -> str:
     u = place.url
     return "\n".join([
         "# wait until the engine is up (loading, and in graph mode compiling, take a while)",
-        f"timeout 900 bash -c 'until curl -sf {u}/health; do sleep 5; done'",
+        f"timeout {ENGINE_READY_TIMEOUT_S} bash -c 'until curl -sf {u}/health; do sleep 5; done'",
         "# the vLLM version, the served model, and a few of its Prometheus metrics",
         f"curl -s -w '\\n' {u}/version",
         f"curl -s -w '\\n' {u}/v1/models",
@@ -226,10 +230,11 @@ def env_text(card: Card, backend: str) -> str:
     return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in C.serve_env(card, backend).items()).rstrip("\n")
 
 
-def container_argv(card: Card, devices=(0,), ports=(DEFAULT_PORT,)) -> list[str]:
-    """vllm-ascend's image with ``devices``, the current directory (the weights, a checkout of this
-    repository) at :data:`CONTAINER_DIR`, the model cache and ``ports``."""
-    return C.docker_run_argv(devices=devices, name=f"vllm-{card.key}", workdir=CONTAINER_DIR, ports=ports)
+def container_argv(card: Card, devices=(0,), ports=(DEFAULT_PORT,), multi_card: bool = False) -> list[str]:
+    """vllm-ascend's image with ``devices``, the current directory (the weights, a checkout of this repository)
+    at :data:`CONTAINER_DIR`, the model cache and ``ports`` (``multi_card``: :func:`C.docker_run_argv`'s)."""
+    return C.docker_run_argv(devices=devices, name=f"vllm-{card.key}", workdir=CONTAINER_DIR, ports=ports,
+                             multi_card=multi_card)
 
 
 # -- a whole set -----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import commands as C
+from . import devices
 from .cards import Card
 from .deploy import BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, multi_card, steps, targets
 
@@ -48,8 +49,15 @@ def _multi_rst(card: Card, backend: str) -> str:
     n = card.deploy.cards
     parts = [f"**Several cards.** Three ways to use {n} cards of one host{' (replace the container of step 1 by one with all of them)' if backend == 'npu' else ''}:\n"]
     if backend == "npu":
-        parts.append(_code(C.format_docker(container_argv(card, devices=range(n),
-                                                          ports=[8000 + i for i in range(n)]))))
+        parts.append(_code(C.format_docker(container_argv(card, devices=range(n), multi_card=True))))
+        a3 = devices.FAMILY["a3"]
+        parts.append(f"Each ``--device /dev/davinciN`` is one chip: ``ASCEND_RT_VISIBLE_DEVICES`` and the "
+                     f"tensor-parallel size count chips, not cards, and an {a3.label} card holds "
+                     f"{a3.chips_per_card} of them (``npu-smi info`` lists Chip 0 and 1 per NPU; "
+                     f"``/dev/davinci0`` to ``/dev/davinci{a3.chips - 1}`` on an {a3.label} host). As "
+                     "vllm-ascend's multi-card docker line does, the container shares the host's network "
+                     "(``--net=host``: HCCL between the chips, and the ports below need no ``-p``) and mounts "
+                     "the driver's ``hccn_tool`` (the chips' network settings).\n")
     for r in multi_card(card, backend):
         parts.append(f"*{r.title}*: {r.why}\n")
         parts.append(_code(r.text))
@@ -59,13 +67,15 @@ def _multi_rst(card: Card, backend: str) -> str:
 def _tab_rst(card: Card, backend: str) -> str:
     parts = [f"**Versions.** These commands target {targets(backend)}\n"]
     if backend == "npu" and C.needs_conversion(card, backend):
-        parts.append(f"{C.NATIVE_NPU_NOTE.format(arch=card.architecture)} (vLLM {C.VLLM_ASCEND_STACK['vllm']}); "
-                     "the commands below use the converted checkpoint, which needs no remote code.\n")
+        note = C.NATIVE_NPU_NOTE.format(arch=card.architecture, vllm=C.VLLM_ASCEND_STACK['vllm'])
+        parts.append(f"{note[0].upper()}{note[1:]}; the commands below use the converted checkpoint, which needs "
+                     "no remote code.\n")
     for i, step in enumerate(steps(card, backend), 1):
         parts.append(_step_rst(i, step))
     if backend == "npu":
-        parts.append("On Atlas 300I (310P), use the ``-310p`` image and ``--dtype float16``: it has no "
-                     "bfloat16.\n")
+        p = devices.FAMILY["310p"]
+        parts.append(f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image and ``--dtype {p.dtype}``: it "
+                     "has no bfloat16 (graph mode works there too).\n")
     if backend == "cpu":
         parts.append("On a CPU without AVX512-BF16 or AMX (``lscpu | grep -o 'avx512_bf16\\|amx_bf16'`` prints "
                      "nothing), bfloat16 is emulated and several times slower than float32: serve with "

@@ -7,6 +7,9 @@ Where each fact comes from:
   when set, is the ``latest`` directory);
 * the NPU driver version and each chip's HBM: ``npu-smi info`` (its header and table);
 * the NVIDIA driver, names and memory: ``nvidia-smi --query-gpu=... --format=csv,noheader``;
+* the device family of a SoC number (:func:`npu_family`), by vllm-ascend's own ranges, and the
+  family the installed vllm-ascend was built for (:func:`image_build_type`, read from
+  ``vllm_ascend/_build_info.py`` as a file: nothing is imported);
 * the names, memory and SoC version of the devices *this build may use* (after
   ``ASCEND_RT_VISIBLE_DEVICES`` / ``CUDA_VISIBLE_DEVICES``): :func:`npu_probe` /
   :func:`cuda_probe`, which touch the device and therefore only ever run in a
@@ -43,6 +46,102 @@ def looks_like_ascend_host() -> str | None:
     if glob.glob(os.path.join(dev, "davinci[0-9]*")):
         return f"{dev}/davinci* present"
     return None
+
+
+# -- device families ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NpuFamily:
+    """One device family vllm-ascend builds an image for.
+
+    ``socs``: the SoC numbers (``torch_npu.npu.get_soc_version()``) of the family, inclusive, as
+    vllm-ascend v0.23.0 ``vllm_ascend/utils.py`` ``check_ascend_device_type()`` classifies them (torch_npu's
+    numbering: ``torch_npu/csrc/core/npu/NpuVariables.h``).  ``build_type``: ``__device_type__`` that
+    vllm-ascend's ``setup.py`` (``gen_build_info``) writes into ``vllm_ascend/_build_info.py`` for the image's
+    ``SOC_VERSION`` (``Dockerfile``, ``Dockerfile.a3``, ``Dockerfile.310p``, ``Dockerfile.a5``); the worker
+    asserts the two agree.  ``tag_suffix``: the image tag's suffix (``docs/source/installation.md``'s image
+    table).  ``chips``: the ``/dev/davinciN`` of one host (installation.md's docker line: Atlas A2
+    ``davinci[0-7]``, A3 ``davinci[0-15]``, 950DT ``davinci[0-7]``; 300I DUO: the chips of its cards).
+    ``chips_per_card``: A3 and 300I DUO cards carry two chips each (npu-smi lists Chip 0 and 1 per NPU);
+    None where this project has no source for it.
+    ``dtype``: what the engine serves in when the family has no bfloat16 (None: the card's dtype)."""
+
+    key: str
+    label: str
+    socs: tuple[int, int]
+    build_type: str
+    tag_suffix: str
+    chips: int | None
+    chips_per_card: int | None
+    dtype: str | None = None
+
+    def has(self, soc: int) -> bool:
+        return self.socs[0] <= soc <= self.socs[1]
+
+    @property
+    def series(self) -> str:
+        """The ``hardware`` label of vllm-ascend's e2e accuracy configs ("Atlas A2 Series")."""
+        return f"{self.label} Series"
+
+    @property
+    def runner_label(self) -> str:
+        """The self-hosted runner label of a runner with this family's NPUs (the CI workflow)."""
+        return f"ascend-{self.key}"
+
+
+NPU_FAMILIES = (
+    NpuFamily("a2", "Atlas A2", (220, 225), "A2", "", 8, 1),
+    NpuFamily("a3", "Atlas A3", (250, 255), "A3", "-a3", 16, 2),
+    NpuFamily("310p", "Atlas 300I DUO", (200, 205), "_310P", "-310p", None, 2, dtype="float16"),
+    NpuFamily("a5", "Atlas 950DT", (260, 260), "A5", "-a5", 8, None),
+)
+FAMILY = {f.key: f for f in NPU_FAMILIES}
+FIRST_GEN_910_SOCS = (100, 104)  # Ascend910PremiumA .. Ascend910B (NpuVariables.h): the first Ascend 910
+
+
+def npu_family(soc: int | None, name: str = "") -> NpuFamily:
+    """The family of SoC number ``soc``; one-line :class:`TutorialError` where vllm-ascend refuses the chip."""
+    from .errors import TutorialError
+
+    what = f"{name} (SoC {soc})" if name else f"SoC {soc}"
+    if soc is None:
+        raise TutorialError(f"{name or 'this NPU'}: torch_npu reported no SoC version, so its device family "
+                            "(Atlas A2, A3, 300I DUO, 950DT) is unknown")
+    for f in NPU_FAMILIES:
+        if f.has(soc):
+            return f
+    if FIRST_GEN_910_SOCS[0] <= soc <= FIRST_GEN_910_SOCS[1]:
+        raise TutorialError(f"{what} is a first-generation Ascend 910, which vllm-ascend does not support "
+                            "(it supports Atlas A2, A3, 300I DUO and 950DT); build on one of those")
+    ranges = ", ".join(f"{f.socs[0]}-{f.socs[1]} {f.label}" if f.socs[0] != f.socs[1] else f"{f.socs[0]} {f.label}"
+                       for f in NPU_FAMILIES)
+    raise TutorialError(f"{what} is not a chip vllm-ascend supports: its check_ascend_device_type() accepts "
+                        f"SoC {ranges} and refuses the rest at start-up")
+
+
+def image_build_type(package_dir: str | Path | None = None) -> str | None:
+    """``__device_type__`` of the installed vllm-ascend (``A2``, ``A3``, ``_310P``, ``A5``), read from
+    ``vllm_ascend/_build_info.py`` as text: nothing is imported, no device is touched.  Like vllm-ascend's
+    ``_init_ascend_device_type``, a build info without it falls back to ``__soc_version__`` (310P or A2).
+    None where vllm-ascend or its build info is not installed."""
+    if package_dir is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("vllm_ascend")
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        package_dir = list(spec.submodule_search_locations)[0]
+    try:
+        text = (Path(package_dir) / "_build_info.py").read_text(errors="replace")
+    except OSError:
+        return None
+    values = dict(re.findall(r"^(__\w+__)\s*=\s*['\"]([^'\"]*)['\"]", text, re.M))
+    if "__device_type__" in values:
+        return values["__device_type__"]
+    return "_310P" if "310P" in values.get("__soc_version__", "ASCEND910B1").upper() else "A2"
 
 
 # -- CANN --------------------------------------------------------------------------------

@@ -42,17 +42,38 @@ def recorded_dir() -> Path:
     return Path(os.environ.get("TUTORIAL_RECORDED_DIR") or RECORDED_DIR)
 
 
-def git_commit(cwd: str | Path | None = None) -> str:
+UNKNOWN_COMMIT = "unknown"
+
+
+def _git_head(cwd: str | Path | None = None) -> tuple[str, str]:
+    """(commit with ``+dirty`` when tracked files changed, or "unknown"; git's first error line, or '')."""
     cwd = cwd or Path(__file__).resolve().parent
     try:
-        proc = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, capture_output=True,
+        proc = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=cwd, capture_output=True,
                               text=True, timeout=10)
         sha = proc.stdout.strip() if proc.returncode == 0 else ""
+        if not sha:
+            return UNKNOWN_COMMIT, (proc.stderr.strip().splitlines() or ["git rev-parse HEAD failed"])[0]
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
                                capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (sha or "unknown") + ("+dirty" if dirty and sha else "")
+    except (OSError, subprocess.SubprocessError) as exc:
+        return UNKNOWN_COMMIT, f"git did not run: {exc}"
+    return sha + ("+dirty" if dirty else ""), ""
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    return _git_head(cwd)[0]
+
+
+def known_commit(what: str, cwd: str | Path | None = None) -> str:
+    """This checkout's commit; one-line :class:`TutorialError` where git cannot tell it.  In a GitHub
+    container job git refuses the mounted workspace ("detected dubious ownership") until it is marked safe."""
+    sha, why = _git_head(cwd)
+    if sha == UNKNOWN_COMMIT:
+        raise TutorialError(f"{what} needs this checkout's commit, and git cannot tell it ({why}); in a container "
+                            "job, run `git config --global --add safe.directory \"$GITHUB_WORKSPACE\"` after the "
+                            "checkout")
+    return sha
 
 
 def now_utc() -> str:

@@ -39,6 +39,11 @@ from typing import Callable, TextIO
 
 from .errors import TutorialError
 
+# How long a server may take to answer: a first graph-mode start on an NPU captures ACL graphs and compiles
+# triton-ascend kernels; vllm-ascend's nightly CI allows VLLM_ENGINE_READY_TIMEOUT_S=1800 for it
+# (.github/workflows/_e2e_nightly_single_node.yaml, tests/e2e/nightly/multi_node/scripts/run.sh).
+ENGINE_READY_TIMEOUT_S = 1800
+
 _LIVE: set["VLLMServer"] = set()
 
 
@@ -146,7 +151,7 @@ class VLLMServer:
     """A running server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
     def __init__(self, argv: list[str], *, host: str, port: int, env: dict[str, str] | None = None,
-                 log_path: str | Path | None = None, startup_timeout: float = 900.0,
+                 log_path: str | Path | None = None, startup_timeout: float = ENGINE_READY_TIMEOUT_S,
                  on_wait: Callable[[float, str], None] | None = None, every: float = 30.0,
                  stream: TextIO | None = None):
         """``on_wait(seconds, last_log_line)`` is called every ``every`` seconds while the server starts;

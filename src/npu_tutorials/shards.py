@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import TutorialError
 from .gallery_index import tutorials
-from .results import git_commit, now_utc, read_doc
+from .results import UNKNOWN_COMMIT, known_commit, now_utc, read_doc
 from .selection import parse_shard
 
 MANIFEST = "shard-manifest.json"
@@ -49,7 +49,8 @@ def pack(shard: str, gallery_out: Path, downloads: Path, results: Path, executed
         if doc.provenance.status != "complete":
             raise TutorialError(f"shard {shard}: {stem}'s run {doc.provenance.status}; nothing to pack")
         files += _tutorial_files(gallery_out, downloads, results, stem, key)
-    manifest = {"commit": git_commit(), "shard": k, "of": n, "tutorials": sorted(executed), "packed_at": now_utc()}
+    manifest = {"commit": known_commit(f"packing shard {shard}"), "shard": k, "of": n, "tutorials": sorted(executed),
+                "packed_at": now_utc()}
     dest.mkdir(parents=True, exist_ok=True)
     out = dest / f"shard-{k}-of-{n}.tar.gz"
     tmp = out.with_suffix(".tmp")
@@ -95,9 +96,17 @@ def check_set(manifests: list[tuple[Path, dict]], commit: str) -> list[str]:
     if dup:
         problems.append(f"shard(s) {', '.join(f'{k}/{n}' for k in dup)} given twice")
     commits = {m["commit"] for _, m in manifests}
+    unknown = [a.name for a, m in manifests if m["commit"] == UNKNOWN_COMMIT]
+    if unknown or commit == UNKNOWN_COMMIT:
+        # "unknown" equal to "unknown" proves nothing: git could not read the checkout (in a container job,
+        # until `git config --global --add safe.directory`)
+        where = ", ".join(unknown + (["this checkout"] if commit == UNKNOWN_COMMIT else []))
+        problems.append(f"the commit is unknown for {where}: the shards cannot be shown to come from one commit; "
+                        "mark the workspace a git safe.directory where they are built and assembled")
+        commits -= {UNKNOWN_COMMIT}
     if len(commits) > 1:
         problems.append(f"the shards come from different commits: {', '.join(sorted(commits))}")
-    elif commits and commits != {commit}:
+    elif commits and commit != UNKNOWN_COMMIT and commits != {commit}:
         problems.append(f"the shards were built from {commits.pop()}, this checkout is {commit}")
     seen: dict[str, str] = {}
     for a, m in manifests:

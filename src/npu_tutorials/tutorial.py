@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype, host_threads
 from .cards import BenchProfile, load_card
-from .commands import CONVERTED_ARCHS
+from .commands import CONVERSION_WHY, CONVERTED_ARCHS
 from .errors import TutorialError
 from .progress import Progress
 from .scheduler import VISIBLE, lease_devices
@@ -95,7 +95,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
         with self.progress.step("environment"):
             self.env = describe_environment(self.backend)
         self.profile_name = select_profile(self.card, self.backend)
-        e = engine_dtype(self.card.serve.dtype, self.backend, self.env.device_name)
+        e = engine_dtype(self.card.serve.dtype, self.backend, self.env.device_name, self.env.soc_version)
         self.dtype, self.eager_required, self.dtype_note = e.dtype, e.eager_required, e.why
         self.accuracy_dtype = accuracy_dtype(self.card.serve.dtype, self.backend, self.dtype)
         self.jobs = max(1, int(os.environ.get("TUTORIAL_JOBS_RUNNING", "1")))
@@ -213,8 +213,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
                 self.serve_path = ensure_converted(w.path)
                 trim_memory()
             sc = ServingCheckpoint(route=f"converted to {CONVERTED_ARCHS[arch]}",
-                                   why=f"vLLM removed {arch} after 0.23.0 (vllm-ascend images now carry newer vLLM); "
-                                       "the conversion is exact and needs no remote code")
+                                   why=CONVERSION_WHY.format(arch=arch))
         else:
             self.serve_path = w.path
             sc = ServingCheckpoint(route="as is")

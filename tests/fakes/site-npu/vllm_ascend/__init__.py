@@ -1,11 +1,13 @@
 """Fake ``vllm_ascend`` for the contract tests.
 
-The real package's ``__init__`` defines the vLLM platform-plugin entry point ``register()``,
-which returns ``"vllm_ascend.platform.NPUPlatform"`` (vllm-project/vllm-ascend,
-``vllm_ascend/__init__.py``).  Like the real one it needs torch_npu importable.
-"""
+The real package's ``__init__`` (vllm-project/vllm-ascend v0.23.0, ``vllm_ascend/__init__.py``) defines the
+vLLM plugin entry points, ``register()`` returning ``"vllm_ascend.platform.NPUPlatform"`` among them, and
+imports nothing at module level: torch_npu is imported later, by ``vllm_ascend.utils`` and the worker.  So
+``import vllm_ascend`` succeeds without CANN's environment, and so does this fake.
 
-import torch_npu  # noqa: F401  (fails the same way when CANN's set_env.sh was not sourced)
+``_build_info.py`` beside this file is what vllm-ascend's ``setup.py`` (``gen_build_info``) writes for the
+image's ``SOC_VERSION``: ``__device_type__ = 'A2'`` for ``Dockerfile``'s ``ascend910b1``.
+"""
 
 
 def register():

@@ -1,0 +1,2 @@
+# Auto-generated file
+__device_type__ = 'A2'
