@@ -72,14 +72,18 @@ def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | 
 def _tuned_rst(card: Card, serve_step: int) -> str:
     """The NPU tab's measured tuning: the best combination an NPU build recorded, marked with where and when
     it was measured, or a line saying that nothing is measured yet."""
-    knobs = [k.name for k in (card.tuning.knobs if card.tuning else []) if "npu" in k.backends]
-    if not knobs:
+    from .tuning_plan import select_knobs
+
+    planned = select_knobs(card, "npu", "full", environ={}, exists=lambda path: True)
+    if not (planned.run or planned.skipped):
         return ""
     tuned = tuned_npu(card)
     if tuned is None:
+        apart = "".join(f" Not on this model: {k} ({why})." for k, why in planned.skipped.items())
         return ("**Tuned (measured).** Nothing is measured yet: no NPU build of this page has recorded its tuning "
                 f"section, so step {serve_step} is vllm-ascend's default graph mode. On an NPU, the page's tuning "
-                f"section measures each of these knobs alone and the best combination: {', '.join(knobs)}.\n")
+                "section measures each of these knobs alone, then the best combination: "
+                f"{', '.join(k.name for k in planned.run)}.{apart}\n")
     argv, env, doc, row = tuned
     p = doc.provenance
     when = (f"on {p.device} on {p.built_at[:10]} ({p.profile} profile, vllm-ascend "

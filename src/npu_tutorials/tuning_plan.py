@@ -75,7 +75,7 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
             out.skipped[k.name] = (f"measured in the {' and '.join(t.knob_profiles)} profile only (each knob is "
                                    f"another graph-mode server start); this build ran {profile}")
         elif server_devices(card) < k.min_devices:
-            out.skipped[k.name] = (f"a setting for a server on {k.min_devices} or more cards; this card's server "
+            out.skipped[k.name] = (f"a setting for a server on {k.min_devices} or more cards; this model's server "
                                    f"uses {server_devices(card)}")
         elif missing:
             out.skipped[k.name] = f"{missing[0]} is not installed on this build's host"
