@@ -274,3 +274,25 @@ def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_buil
     assert "export TASK_QUEUE_ENABLE=1" in npu and "--async-scheduling" in npu and "in place of step 4" in npu
     tuned = deploy.serve_commands(card)[-1]  # parsed with vLLM's parser by tests/test_commands.py
     assert tuned[:3] == ["vllm", "serve", "./palmyra-mini"] and "--async-scheduling" in tuned
+
+
+def test_the_runner_guides_estimate_includes_the_tuning_servers(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from npu_tutorials.sphinx_hooks import write_generated
+
+    md = (Path(__file__).resolve().parents[1] / "docs" / "source" / "runner.md").read_text()
+    estimate = md.split("**What it costs.**")[1].split("## ")[0]
+    assert "```{include} _generated/runner_tuning.md\n```" in estimate and "tuning knobs alone" in estimate
+    monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path / "none"))
+    gen = tmp_path / "_generated" / "runner_tuning.md"
+    assert gen in write_generated(tmp_path)
+    text = gen.read_text()
+    n = plan.starts(load_card("palmyra-mini"), "npu", "full", sweep_mode="graph", environ={}, exists=lambda p: True)
+    assert n == {"configurations": 11, "combination": 1, "overhead": 1}  # eager + 10 knobs; graph mode is the sweep's
+    assert (f"| palmyra-mini | up to 13: 11 configurations (the report's conditions and each knob alone), at most 1 "
+            "combination of the knobs that helped, 1 tiny model for the fixed overhead | a server start, then 3 "
+            "benchmark runs at concurrency 1 (2 requests) and 3 at 16 (32 requests) | none recorded |") in text
+    assert "| qwen2.5-0.5b | none (its card has no tuning section) | | |" in text
+    monkeypatch.delenv("TUTORIAL_RECORDED_DIR")  # the repository's recorded builds: their tuning steps' time
+    assert " s for 2 servers on AMD EPYC (2 cores) (quick profile, " in plan.runner_tuning_md()

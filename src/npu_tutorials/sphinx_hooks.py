@@ -106,13 +106,17 @@ def _write_if_changed(p: Path, text: str) -> Path:
 def write_generated(srcdir: str | Path) -> list[Path]:
     """Write the pages generated from code: ``_generated/<model>/deploy.rst`` for every card (the "Deploy
     it yourself" section: the copy-paste set in NPU / GPU / CPU tabs, :func:`npu_tutorials.deploy.deploy_rst`),
-    ``_generated/runner_docker.md`` (the runner page's ``docker run`` line) and
+    ``_generated/runner_docker.md`` (the runner page's ``docker run`` line), ``_generated/runner_tuning.md``
+    (the tuning servers of its build-time estimate) and
     ``_generated/results_schema.md`` from the results document's models."""
     from .schema_doc import schema_markdown
 
     gen = Path(srcdir) / "_generated"
     out = [_write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
     out.append(_write_if_changed(gen / "runner_docker.md", runner_docker_md()))
+    from .tuning_plan import runner_tuning_md  # the tuning servers in the runner page's estimate
+
+    out.append(_write_if_changed(gen / "runner_tuning.md", runner_tuning_md()))
     out.append(_write_if_changed(gen / "results_schema.md", schema_markdown()))
     return out
 

@@ -178,3 +178,37 @@ def measured_best(docs: Sequence) -> tuple | None:
             if row is not None:
                 return doc, row
     return None
+
+
+def runner_tuning_md() -> str:
+    """The runner page's table (``docs/source/_generated/runner_tuning.md``): the tuning servers an NPU build
+    of each tutorial starts (full profile), what each measures, and the time tuning took in recorded builds."""
+    from .cards import load_card
+    from .gallery_index import tutorials
+    from .results import recorded
+
+    lines = ["| tutorial | tuning servers on an NPU build | each one measures | tuning time in recorded builds |",
+             "|---|---|---|---|"]
+    for key in tutorials().values():
+        card = load_card(key)
+        if card.tuning is None or not card.sweeps:
+            lines.append(f"| {key} | none (its card has no tuning section) | | |")
+            continue
+        n = starts(card, "npu", "full", sweep_mode="eager" if card.serve.enforce_eager else "graph", environ={},
+                   exists=lambda path: True)
+        sw = card.sweeps["full"]
+        top = max(sw.concurrency)
+        what = (f"up to {sum(n.values())}: {n['configurations']} configurations (the report's conditions and each "
+                f"knob alone), at most {n['combination']} combination of the knobs that helped, "
+                f"{n['overhead']} tiny model for the fixed overhead")
+        each = (f"a server start, then {sw.repeats} benchmark runs at concurrency 1 ({max(2, sw.rounds)} "
+                f"requests) and {sw.repeats} at {top} ({max(2, sw.rounds * top)} requests)")
+        rec = []
+        for doc in recorded(key):
+            secs = [c.seconds for c in doc.results.costs if c.step.startswith("tuning")]
+            if secs:
+                p = doc.provenance
+                rec.append(f"{sum(secs):.0f} s for {len(secs)} servers on {p.device} ({p.profile} profile, "
+                           f"{p.built_at[:10]})")
+        lines.append(f"| {key} | {what} | {each} | {'; '.join(rec) or 'none recorded'} |")
+    return "\n".join(lines) + "\n"
