@@ -1,4 +1,4 @@
-"""Write ``src/npu_tutorials/data/pinned_schema.json``: what the pinned vLLM and vllm-ascend accept.
+"""Write ``src/npu_tutorials/data/pinned/schema.json``: what the pinned vLLM and vllm-ascend accept.
 
 The tuning knobs of the model cards (``tuning.knobs``) are checked against this extract when a card is
 loaded (:mod:`npu_tutorials.knobs`), so a flag, a ``--compilation-config`` key or an ``--additional-config``
@@ -32,7 +32,7 @@ import re
 import subprocess
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "npu_tutorials" / "data" / "pinned_schema.json"
+OUT = Path(__file__).resolve().parents[1] / "src" / "npu_tutorials" / "data" / "pinned" / "schema.json"
 ARG_UTILS = "vllm/engine/arg_utils.py"
 COMPILATION = "vllm/config/compilation.py"
 ASCEND_CONFIG = "vllm_ascend/ascend_config.py"

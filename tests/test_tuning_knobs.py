@@ -1,6 +1,6 @@
 """Every NPU tuning knob of the cards, with its source, against what the pinned vLLM and vllm-ascend accept.
 
-The accepted names come from ``src/npu_tutorials/data/pinned_schema.json``, an extract of vLLM 0.23.0's
+The accepted names come from ``src/npu_tutorials/data/pinned/schema.json``, an extract of vLLM 0.23.0's
 and vllm-ascend v0.23.0's own source (``scripts/extract_pinned_schema.py``; no network at test time).
 """
 

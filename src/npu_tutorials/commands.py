@@ -279,7 +279,7 @@ VLLM_ASCEND_SOURCE = "vllm-project/vllm-ascend v0.23.0 (commit 5cb98caa)"
 
 # vllm_ascend/ascend_config.py (AscendConfig, init_ascend_config): the top-level keys of --additional-config it
 # reads (additional_config.get(...), additional_config[...], _get_config_value(...)); any other key is unused.
-# Read from its source by scripts/extract_pinned_schema.py into data/pinned_schema.json (npu_tutorials.knobs).
+# Read from its source by scripts/extract_pinned_schema.py into data/pinned/schema.json (npu_tutorials.knobs).
 VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS = frozenset(pinned_schema()["vllm_ascend"]["additional_config_keys"])
 
 # vllm_ascend/platform.py, NPUPlatform.pre_register_and_update: the --quantization choice it adds.

@@ -1,6 +1,6 @@
 """Tuning knobs against what the pinned releases accept, and knobs merged into one server's settings.
 
-``data/pinned_schema.json`` is an extract of vLLM 0.23.0's and vllm-ascend v0.23.0's own source (the
+``data/pinned/schema.json`` is an extract of vLLM 0.23.0's and vllm-ascend v0.23.0's own source (the
 engine flags, the keys of ``--compilation-config`` and ``--additional-config``, the settings vllm-ascend's
 performance documents export), written by ``scripts/extract_pinned_schema.py`` with the file each list
 comes from.  :func:`knob_problems` checks an NPU knob against it when a card is loaded, so a knob the
@@ -23,7 +23,7 @@ from .errors import TutorialError
 if TYPE_CHECKING:
     from .cards import Knob
 
-SCHEMA_PATH = Path(__file__).with_name("data") / "pinned_schema.json"
+SCHEMA_PATH = Path(__file__).with_name("data") / "pinned" / "schema.json"
 JSON_FLAGS = ("--compilation-config", "--additional-config")
 # How vllm-ascend's documents write the host's architecture and an existing preload list.
 _DOC_FORMS = (('"$(uname -i)"', "{machine}"), ("$(uname -i)", "{machine}"))
