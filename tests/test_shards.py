@@ -80,8 +80,9 @@ def _copy_checkout(dest: Path) -> Path:
 
 def _make(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
     venv = Path(sys.executable).parents[1]
-    return subprocess.run(["make", *args, f"VENV={venv}"], cwd=repo, capture_output=True, text=True,
-                          timeout=900, env=env)
+    # -o: the venv counts as ready (never rebuilt, that is never removed, because a file is newer than it)
+    return subprocess.run(["make", "-o", f"{venv}/.ready", *args, f"VENV={venv}"], cwd=repo, capture_output=True,
+                          text=True, timeout=900, env=env)
 
 
 def _page_outputs(repo: Path, stem: str) -> str:
