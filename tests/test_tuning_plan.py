@@ -54,7 +54,7 @@ def test_what_the_host_lacks_or_already_has_is_not_measured_and_says_why():
     assert sel.skipped["jemalloc"] == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 is not installed on this build's host"
     lib = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
     sel = plan.select_knobs(card, "npu", "full", environ={"LD_PRELOAD": lib}, machine="x86_64", exists=lambda p: False)
-    assert sel.skipped["jemalloc"] == f"this build's environment already has LD_PRELOAD already preloads {lib}"
+    assert sel.skipped["jemalloc"] == f"this build's environment already has LD_PRELOAD with {lib}"
 
 
 @pytest.mark.parametrize("backend, profile, run", [
@@ -296,3 +296,14 @@ def test_the_runner_guides_estimate_includes_the_tuning_servers(tmp_path, monkey
     assert "| qwen2.5-0.5b | none (its card has no tuning section) | | |" in text
     monkeypatch.delenv("TUTORIAL_RECORDED_DIR")  # the repository's recorded builds: their tuning steps' time
     assert " s for 2 servers on AMD EPYC (2 cores) (quick profile, " in plan.runner_tuning_md()
+
+
+def test_a_preload_reaches_the_server_in_front_of_the_builds_own_and_the_row_keeps_the_readers_form(npu_build,
+                                                                                                 monkeypatch):
+    monkeypatch.setenv("LD_PRELOAD", "/usr/local/lib/libx.so")
+    tut = npu_build("palmyra-mini")
+    out = tut.tuning()
+    [srv] = [s for s in FakeServer.started if JEMALLOC in s.env.get("LD_PRELOAD", "")]
+    assert srv.env["LD_PRELOAD"] == f"{JEMALLOC}:/usr/local/lib/libx.so"
+    assert plan.row_named(out.rows, "graph mode + jemalloc").env == {"LD_PRELOAD": JEMALLOC}
+    assert out.build_env["LD_PRELOAD"] == "/usr/local/lib/libx.so"

@@ -199,7 +199,7 @@ def in_effect(env: Mapping[str, str], environ: Mapping[str, str]) -> list[str]:
     for var, value in env.items():
         if var == "LD_PRELOAD":
             if set(preloaded(env)) <= have:
-                out.append(f"{var} already preloads {', '.join(preloaded(env))}")
+                out.append(f"{var} with {', '.join(preloaded(env))}")
         elif environ.get(var) == value:
             out.append(f"{var}={value}")
     return out

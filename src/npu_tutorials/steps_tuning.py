@@ -32,6 +32,14 @@ class TuningSteps:
     def _fraction(self, bytes_: float, tpot_ms: float, bw: float | None) -> float | None:
         return (bytes_ / (tpot_ms / 1000.0)) / bw if bw else None
 
+    def _knob_env(self, env: dict[str, str]) -> dict[str, str]:
+        """A configuration's environment as its server gets it: a preload goes in front of the build's own."""
+        import os
+
+        from .knobs import resolve_env
+
+        return resolve_env(env, "", {**os.environ, **self.run_env})
+
     def _measure_config(self, srv, bytes_: float, bw: float | None) -> TuningRow:
         """Start the server of one configuration (graph mode plus ``srv``'s flags and environment) and measure
         it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points where its own
@@ -45,7 +53,7 @@ class TuningSteps:
             mode = f" ({GRAPH_MODE[self.backend]})" if srv.name == GRAPH else ""
             with self.step(f"tuning: {srv.name}{mode}"):
                 self._launch(self.dtype, f"server start, {srv.name}", graphs=True, flags=list(srv.flags),
-                             env=srv.env, label=f"-tune{len(self.results.tuning.rows)}")
+                             env=self._knob_env(srv.env), label=f"-tune{len(self.results.tuning.rows)}")
                 tag = f"tune{len(self.results.tuning.rows)}-"
                 thr1, tpot1, _ = self._point(1, tag)
                 thr_top, _, _ = self._point(top, tag)
@@ -101,7 +109,7 @@ class TuningSteps:
 
                     tiny_path = ensure_converted(tiny.path)
                 self._launch(self.dtype, "server start, tiny model, graph mode", graphs=True, flags=best.flags,
-                             env=best.env, model=tiny_path, label="-tiny")
+                             env=self._knob_env(best.env), model=tiny_path, label="-tiny")
                 _, tiny_tpot, _ = self._point(1, "tune-tiny-")
                 self.server.stop()
             out.fixed_overhead_ms = tiny_tpot.median

@@ -68,7 +68,7 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
     for k in t.knobs:
         if backend not in k.backends:
             continue
-        env = resolve_env(k.env, machine, environ)
+        env = resolve_env(k.env, machine, {})  # as a reader sets it; the server gets resolve_env(env, .., environ)
         missing = [p for p in preloaded(env) if p not in preloaded(environ) and not exists(p)]
         already = in_effect(env, environ)
         if profile not in t.knob_profiles:
