@@ -190,3 +190,31 @@ def test_a_preload_goes_in_front_of_the_hosts_and_says_when_it_is_already_there(
     assert knobs.in_effect(env, {"LD_PRELOAD": "/usr/local/lib/libx.so"}) == []
     assert knobs.in_effect({"LD_PRELOAD": lib}, {"LD_PRELOAD": f"/x.so {lib}"}) == [f"LD_PRELOAD with {lib}"]
     assert knobs.in_effect({"TASK_QUEUE_ENABLE": "2"}, {"TASK_QUEUE_ENABLE": "2"}) == ["TASK_QUEUE_ENABLE=2"]
+
+
+def test_the_extractor_reads_flags_keys_and_exported_settings_from_source():
+    """scripts/extract_pinned_schema.py on small sources shaped like vLLM's and vllm-ascend's."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "extract_pinned_schema.py"
+    spec = importlib.util.spec_from_file_location("extract_pinned_schema", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    args = 'g.add_argument("--block-size", **kw)\ng.add_argument(\n    "--compilation-config", "-cc", **kw)\n'
+    assert ex.engine_flags(args) == ["--block-size", "--compilation-config"]
+    config = ('class CUDAGraphMode(enum.Enum):\n    NONE = 0\n    FULL_DECODE_ONLY = (2, 0)\n'
+              'class CompilationConfig:\n    cudagraph_mode: int = 0\n    _private = 1\n')
+    assert ex.enum_members(config, "CUDAGraphMode") == ["NONE", "FULL_DECODE_ONLY"]
+    assert ex.class_fields(config, "CompilationConfig") == ["cudagraph_mode"]
+    ascend = ('class AscendConfig:\n    def __init__(self, c):\n        additional_config = c.additional_config\n'
+              '        self.a = additional_config.get("enable_x", False)\n        self.b = additional_config["y"]\n'
+              '        self.c = self._get_config_value(additional_config, "z", "VLLM_Z", 0)\n'
+              'class WeightPrefetchConfig:\n    def __init__(self, weight_prefetch_config):\n'
+              '        self.enabled = weight_prefetch_config.get("enabled", False)\n'
+              'def init(additional_config):\n    return additional_config.get("refresh", False)\n')
+    assert ex.keys_read(ascend, "additional_config") == ["enable_x", "refresh", "y", "z"]
+    assert ex.keys_read(ascend, "weight_prefetch_config", "WeightPrefetchConfig") == ["enabled"]
+    doc = '## 2. Scheduling\n\n```bash\n# not a heading\nexport TASK_QUEUE_ENABLE=2\nexport MODE="AIV"\n```\n'
+    assert ex.exported(doc, "g.md") == {"TASK_QUEUE_ENABLE": [{"value": "2", "file": "g.md", "section": "2. Scheduling"}],
+                                        "MODE": [{"value": "AIV", "file": "g.md", "section": "2. Scheduling"}]}
