@@ -105,12 +105,16 @@ FAKE_NPU = {  # what each setting does to TPOT (factor) and to throughput at 16 
 
 class FakeServer:
     started: list = []
+    refuse = ""  # a setting this fake engine refuses to start with
 
     def __init__(self, argv, *, host, port, env, log_path, on_wait, stream):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 42.0
 
     def start(self):
         FakeServer.started.append(self)
+        if FakeServer.refuse and FakeServer.refuse in " ".join(self.argv):
+            raise TutorialError("the vLLM server exited with code 1 before it was ready; last lines of its log:\n"
+                                "ValueError: no such thing")
 
     def stop(self):
         pass
@@ -148,7 +152,7 @@ def npu_build(monkeypatch, tmp_path):
     monkeypatch.setattr("npu_tutorials.standin.ensure_standin", lambda card, **kw: type("W", (), {"path": tiny}))
 
     def make(key, backend="npu"):
-        FakeServer.started = []
+        FakeServer.started, FakeServer.refuse = [], ""
         card = load_card(key)
         tut = Tutorial.__new__(Tutorial)
         tut.card, tut.backend, tut.profile_name, tut.dtype = card, backend, "full", "bfloat16"
@@ -307,3 +311,13 @@ def test_a_preload_reaches_the_server_in_front_of_the_builds_own_and_the_row_kee
     assert srv.env["LD_PRELOAD"] == f"{JEMALLOC}:/usr/local/lib/libx.so"
     assert plan.row_named(out.rows, "graph mode + jemalloc").env == {"LD_PRELOAD": JEMALLOC}
     assert out.build_env["LD_PRELOAD"] == "/usr/local/lib/libx.so"
+
+
+def test_a_knob_whose_server_fails_is_not_measured_and_the_section_goes_on(npu_build):
+    tut = npu_build("palmyra-mini")
+    FakeServer.refuse = "FULL_DECODE_ONLY"
+    out = tut.tuning()
+    assert out.skipped["full decode graph"] == ("its server failed: the vLLM server exited with code 1 before it "
+                                                "was ready; last lines of its log:")
+    assert plan.row_named(out.rows, "graph mode + full decode graph") is None
+    assert out.best == "graph mode + best combination (task queue level 1 + async scheduling)"

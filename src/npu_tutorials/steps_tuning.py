@@ -63,6 +63,18 @@ class TuningSteps:
                          startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
                          high_concurrency=top, fraction=self._fraction(bytes_, tpot1.median, bw))
 
+    def _measure_knobs(self, srv, bytes_: float, bw: float | None) -> TuningRow | None:
+        """:meth:`_measure_config` for a configuration with knobs: one whose server does not start or dies
+        is recorded as not measured, with the server's own first line, and the section goes on."""
+        try:
+            return self._measure_config(srv, bytes_, bw)
+        except TutorialError as exc:
+            if self.server is not None:
+                self.server.stop()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
+            return None
+
     def tuning(self) -> Tuning:
         """Measure the report's conditions (eager), graph mode, graph mode plus each of the card's knobs for
         this backend alone (in the profiles the card names), then the knobs that helped, combined, and the
@@ -93,12 +105,18 @@ class TuningSteps:
                                            sweep_mode=("eager" if self._eager else "graph") if swept else None)
         out.skipped = dict(sel.skipped)
         out.build_env = {v: environ.get(v, "") for k in sel.run for v in k.env}
+        by_name = {k.name: k for k in sel.run}
+        measured = []
         for srv in servers:
-            rows.append(self._measure_config(srv, bytes_, bw))
+            row = self._measure_knobs(srv, bytes_, bw) if srv.knobs else self._measure_config(srv, bytes_, bw)
+            if row is not None:
+                rows.append(row)
+                measured += [(by_name[srv.knobs[0]], row)] if srv.knobs else []
         base = plan.graph_row(rows)
-        combo = plan.best_combination(list(zip(sel.run, rows[2:])), base)
+        combo = plan.best_combination(measured, base)
         if len(combo) >= 2:
-            rows.append(self._measure_config(plan.combination_server(combo), bytes_, bw))
+            row = self._measure_knobs(plan.combination_server(combo), bytes_, bw)
+            rows += [row] if row is not None else []
         best = plan.pick_best(rows[1:], base)
         if t.overhead_model:
             with self.step("tuning: fixed overhead on a tiny model of the same architecture"):
