@@ -195,13 +195,33 @@ class Sweep(_Strict):
 
 
 class Knob(_Strict):
-    """A backend's own tuning knob, measured on top of graph mode where this build runs that backend."""
+    """A backend's own tuning knob, measured on top of graph mode where this build runs that backend.
+
+    An NPU knob names its ``source`` (a file and section of vllm-ascend at the pinned release, or an issue
+    number) and is checked against what that release accepts (:func:`npu_tutorials.knobs.knob_problems`).
+    ``{machine}`` in an environment value is the build host's architecture (``uname -m``)."""
 
     name: str
     backends: list[Literal["npu", "cuda", "cpu"]]
     flags: list[str] = []
     env: dict[str, str] = {}
     why: str = ""
+    source: str = ""
+    min_devices: int = Field(default=1, ge=1, description="a setting for servers that span several cards: "
+                                                          "measured only where the card's server uses this many")
+
+    @model_validator(mode="after")
+    def _npu_knobs_hold_against_the_pinned_release(self) -> "Knob":
+        if "npu" in self.backends:
+            from .knobs import knob_problems
+
+            if not self.source.strip():
+                raise ValueError(f"knob {self.name!r}: an NPU knob names its source (file and section, or issue)")
+            problems = knob_problems(self)
+            if problems:
+                raise ValueError(f"knob {self.name!r}: {problems[0]}"
+                                 + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        return self
 
 
 class Tuning(_Strict):

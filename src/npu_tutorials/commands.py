@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 from . import devices
 from .cards import Card
+from .knobs import pinned_schema
 from .server import ENGINE_READY_TIMEOUT_S
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -299,20 +300,10 @@ def runner_docker_md(devices: Sequence[int] = (0,)) -> str:
 # release of the image above.  tests/test_commands.py checks every NPU command of the site against these lists.
 VLLM_ASCEND_SOURCE = "vllm-project/vllm-ascend v0.23.0 (commit 5cb98caa)"
 
-# vllm_ascend/ascend_config.py, AscendConfig.__init__: the top-level keys of --additional-config it reads
-# (additional_config.get(...), additional_config[...], _get_config_value(...)); any other key is unused.
-VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS = frozenset({
-    "SLO_limits_for_dynamic_batch", "ascend_compilation_config", "ascend_fusion_config", "ascend_log_path",
-    "c8_enable_reshape_optim", "dp_allreduce_on_npu", "dump_config", "dump_config_path", "enable_async_exponential",
-    "enable_balance_scheduling", "enable_cpu_binding", "enable_flashcomm1", "enable_flashcomm2_parallel_size",
-    "enable_fused_mc2", "enable_kv_nz", "enable_matmul_allreduce", "enable_mc2_hierarchy_comm", "enable_mlapo",
-    "enable_prefill_mc2", "enable_reduce_sample", "enable_shared_expert_dp", "enable_sleep_mode_extra_cleanup",
-    "enable_sparse_li_c8", "enable_sparse_sfa_c8", "enable_transpose_kv_cache_by_block", "eplb_config",
-    "finegrained_tp_config", "hamming_sparse", "layer_sharding", "mega_moe_max_tokens", "mix_placement",
-    "msmonitor_use_daemon", "multistream_dsv4_dsa_overlap", "multistream_overlap_gate",
-    "multistream_overlap_shared_expert", "pa_shape_list", "profiling_chunk_config", "recompute_scheduler_enable",
-    "refresh", "rejection_sampler_config", "weight_nz_mode", "weight_prefetch_config", "xlite_graph_config",
-})
+# vllm_ascend/ascend_config.py (AscendConfig, init_ascend_config): the top-level keys of --additional-config it
+# reads (additional_config.get(...), additional_config[...], _get_config_value(...)); any other key is unused.
+# Read from its source by scripts/extract_pinned_schema.py into data/pinned/schema.json (npu_tutorials.knobs).
+VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS = frozenset(pinned_schema()["vllm_ascend"]["additional_config_keys"])
 
 # vllm_ascend/platform.py, NPUPlatform.pre_register_and_update: the --quantization choice it adds.
 VLLM_ASCEND_QUANTIZATION = "ascend"

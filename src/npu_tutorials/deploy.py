@@ -379,7 +379,8 @@ def serve_commands(card: Card) -> list[list[str]]:
     out = [serve_argv(card, b, reader_place(card)) for b in BACKENDS]
     for b in ("npu", "cuda"):
         out += [r.argv for r in multi_card(card, b)]
-    return out
+    tuned = tuned_npu(card)  # the NPU tab's measured best combination, where an NPU build recorded one
+    return out + ([tuned[0]] if tuned else [])
 
 
 def bench_commands(card: Card) -> list[list[str]]:
@@ -392,4 +393,4 @@ def shown_env(card: Card) -> dict[str, dict[str, str]]:
 
 
 # the page section is written by .deploy_page (kept apart: one module, one sitting)
-from .deploy_page import deploy_rst  # noqa: E402,F401
+from .deploy_page import deploy_rst, tuned_npu  # noqa: E402,F401

@@ -64,15 +64,59 @@ def _multi_rst(card: Card, backend: str) -> str:
     return "\n".join(parts)
 
 
+def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | None:
+    """The copy-paste serve command with the best knobs the newest NPU build of ``card`` measured:
+    ``(argv, env, document, row)``, or None where no NPU build recorded a tuning section."""
+    from .results import recorded
+    from .tuning_plan import measured_best
+
+    found = measured_best(recorded(card.key)) if card.tuning else None
+    if found is None:
+        return None
+    doc, row = found
+    return C.deploy_argv(card, "npu", extra=row.flags), {**C.serve_env(card, "npu"), **row.env}, doc, row
+
+
+def _tuned_rst(card: Card, serve_step: int) -> str:
+    """The NPU tab's measured tuning: the best combination an NPU build recorded, marked with where and when
+    it was measured, or a line saying that nothing is measured yet."""
+    from .tuning_plan import select_knobs
+
+    planned = select_knobs(card, "npu", "full", environ={}, exists=lambda path: True)
+    if not (planned.run or planned.skipped):
+        return ""
+    tuned = tuned_npu(card)
+    if tuned is None:
+        apart = "".join(f" Not on this model: {k} ({why})." for k, why in planned.skipped.items())
+        return ("**Tuned (measured).** Nothing is measured yet: no NPU build of this page has recorded its tuning "
+                f"section, so step {serve_step} is vllm-ascend's default graph mode. On an NPU, the page's tuning "
+                "section measures each of these knobs alone, then the best combination: "
+                f"{', '.join(k.name for k in planned.run)}.{apart}\n")
+    argv, env, doc, row = tuned
+    p = doc.provenance
+    when = (f"on {p.device} on {p.built_at[:10]} ({p.profile} profile, vllm-ascend "
+            f"{p.machine.versions.get('vllm_ascend') or 'version not recorded'})")
+    if not row.knobs:
+        return (f"**Tuned (measured).** None of the knobs this page measures helped beyond the spread {when}: "
+                f"step {serve_step}, graph mode with vllm-ascend's defaults, was the best measured.\n")
+    return (f"**Tuned (measured).** The best combination this page measured, {' + '.join(row.knobs)}, {when} "
+            f"('{row.name}' in its tuning table); to use it, run this in place of step {serve_step}:\n\n"
+            + _code(C.format_command(argv, env, exports=True)))
+
+
 def _tab_rst(card: Card, backend: str) -> str:
     parts = [f"**Versions.** These commands target {targets(backend)}\n"]
     if backend == "npu" and C.needs_conversion(card, backend):
         note = C.NATIVE_NPU_NOTE.format(arch=card.architecture, vllm=C.VLLM_ASCEND_STACK['vllm'])
         parts.append(f"{note[0].upper()}{note[1:]}; the commands below use the converted checkpoint, which needs "
                      "no remote code.\n")
-    for i, step in enumerate(steps(card, backend), 1):
+    tab_steps = steps(card, backend)
+    for i, step in enumerate(tab_steps, 1):
         parts.append(_step_rst(i, step))
     if backend == "npu":
+        tuned = _tuned_rst(card, 1 + [s.key for s in tab_steps].index("serve"))
+        if tuned:
+            parts.append(tuned)
         p = devices.FAMILY["310p"]
         parts.append(f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image and ``--dtype {p.dtype}``: it "
                      "has no bfloat16 (graph mode works there too).\n")

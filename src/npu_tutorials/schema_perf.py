@@ -68,6 +68,7 @@ class TuningRow(_Model):
     name: str
     flags: list[str]
     env: dict[str, str] = {}
+    knobs: list[str] = Field([], description="the card's knobs this configuration adds to graph mode")
     startup_s: float
     tpot_ms: Stat
     throughput_c1: Stat
@@ -79,6 +80,9 @@ class TuningRow(_Model):
 class Tuning(_Model):
     rows: list[TuningRow]
     best: str = ""
+    skipped: dict[str, str] = Field({}, description="knobs of this backend not measured in this build, and why")
+    build_env: dict[str, str] = Field({}, description="the variables the knobs set, as this build's environment "
+                                                      "had them before any knob (every row has them)")
     fixed_overhead_ms: float | None = Field(None, description="TPOT of a tiny model of the same architecture")
     bandwidth_bound_ms: float | None = Field(None, description="bytes a decode step reads / measured bandwidth")
     limit: str = ""

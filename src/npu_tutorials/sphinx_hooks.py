@@ -108,7 +108,8 @@ def write_generated(srcdir: str | Path) -> list[Path]:
     """Write the pages generated from code: ``_generated/<model>/deploy.rst`` for every card (the "Deploy
     it yourself" section: the copy-paste set in NPU / GPU / CPU tabs, :func:`npu_tutorials.deploy.deploy_rst`),
     ``_generated/runner_docker.md`` and ``runner_families.md`` (the runner page's ``docker run`` line and
-    its image and chips per device family) and
+    its image and chips per device family), ``_generated/runner_tuning.md`` (the tuning servers of its
+    build-time estimate) and
     ``_generated/results_schema.md`` from the results document's models."""
     from .schema_doc import schema_markdown
 
@@ -116,6 +117,9 @@ def write_generated(srcdir: str | Path) -> list[Path]:
     out = [_write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
     out.append(_write_if_changed(gen / "runner_docker.md", runner_docker_md()))
     out.append(_write_if_changed(gen / "runner_families.md", families_md()))
+    from .tuning_plan import runner_tuning_md  # the tuning servers in the runner page's estimate
+
+    out.append(_write_if_changed(gen / "runner_tuning.md", runner_tuning_md()))
     out.append(_write_if_changed(gen / "results_schema.md", schema_markdown()))
     return out
 

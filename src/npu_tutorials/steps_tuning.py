@@ -3,15 +3,19 @@
 Every configuration runs the same measurement (:meth:`PerformanceSteps._point`) at
 concurrency 1 and at the sweep's highest concurrency: TPOT with its spread, output
 throughput, and the fraction of the measured bandwidth roofline, counting the bytes
-a decode step actually reads.  The fixed per-token overhead comes from a tiny model
-of the same architecture served the same way (its weights are negligible), so the
-time per token splits into a bandwidth-bound part and that overhead.
+a decode step actually reads.  Each of the card's knobs for this backend is measured
+alone on top of graph mode, then the knobs that helped beyond the spread, combined
+(:mod:`.tuning_plan` decides which servers and which knobs).  The fixed per-token
+overhead comes from a tiny model of the same architecture served the same way (its
+weights are negligible), so the time per token splits into a bandwidth-bound part and
+that overhead.
 """
 
 from __future__ import annotations
 
 from .errors import TutorialError
 from .schema import Tuning, TuningRow
+from .tuning_plan import GRAPH
 
 GRAPH_MODE = {"npu": "ACL graph (vllm-ascend's default without --enforce-eager)",
               "cuda": "CUDA graphs (vLLM's default without --enforce-eager)",
@@ -25,22 +29,62 @@ class TuningSteps:
         p = self.profile
         return float(decode_bytes(config, self.dtype, mean_decode_context(p.input_len, p.output_len))["total"])
 
-    def _measure_config(self, name: str, flags: list[str], startup_s: float, bytes_: float, bw: float | None,
-                        env: dict[str, str] | None = None) -> TuningRow:
+    def _fraction(self, bytes_: float, tpot_ms: float, bw: float | None) -> float | None:
+        return (bytes_ / (tpot_ms / 1000.0)) / bw if bw else None
+
+    def _knob_env(self, env: dict[str, str]) -> dict[str, str]:
+        """A configuration's environment as its server gets it: a preload goes in front of the build's own."""
+        import os
+
+        from .knobs import resolve_env
+
+        return resolve_env(env, "", {**os.environ, **self.run_env})
+
+    def _measure_config(self, srv, bytes_: float, bw: float | None) -> TuningRow:
+        """Start the server of one configuration (graph mode plus ``srv``'s flags and environment) and measure
+        it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points where its own
+        server was this configuration."""
         top = max(self.sweep.concurrency)
-        tag = f"tune{len(self.results.tuning.rows)}-"
-        thr1, tpot1, _ = self._point(1, tag)
-        thr_top, _, _ = self._point(top, tag)
-        fraction = (bytes_ / (tpot1.median / 1000.0)) / bw if bw else None
-        return TuningRow(name=name, flags=flags, env=env or {}, startup_s=round(startup_s, 1), tpot_ms=tpot1,
-                         throughput_c1=thr1, throughput_high=thr_top, high_concurrency=top, fraction=fraction)
+        if srv.reused:
+            conc = {p.concurrency: p for p in self.results.concurrency_sweep}
+            thr1, tpot1, thr_top = conc[1].output_throughput, conc[1].tpot_ms, conc[top].output_throughput
+            startup = self.results.server.startup_s
+        else:
+            mode = f" ({GRAPH_MODE[self.backend]})" if srv.name == GRAPH else ""
+            with self.step(f"tuning: {srv.name}{mode}"):
+                self._launch(self.dtype, f"server start, {srv.name}", graphs=True, flags=list(srv.flags),
+                             env=self._knob_env(srv.env), label=f"-tune{len(self.results.tuning.rows)}")
+                tag = f"tune{len(self.results.tuning.rows)}-"
+                thr1, tpot1, _ = self._point(1, tag)
+                thr_top, _, _ = self._point(top, tag)
+                startup = self.server.startup_s
+                self.server.stop()
+        return TuningRow(name=srv.name, flags=list(srv.flags), env=dict(srv.env), knobs=list(srv.knobs),
+                         startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
+                         high_concurrency=top, fraction=self._fraction(bytes_, tpot1.median, bw))
+
+    def _measure_knobs(self, srv, bytes_: float, bw: float | None) -> TuningRow | None:
+        """:meth:`_measure_config` for a configuration with knobs: one whose server does not start or dies
+        is recorded as not measured, with the server's own first line, and the section goes on."""
+        try:
+            return self._measure_config(srv, bytes_, bw)
+        except TutorialError as exc:
+            if self.server is not None:
+                self.server.stop()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
+            return None
 
     def tuning(self) -> Tuning:
-        """Measure the report's conditions (eager) and graph mode (plus the card's knobs for this backend,
-        in the profiles the card names), and the fixed overhead on a tiny model served in graph mode."""
+        """Measure the report's conditions (eager), graph mode, graph mode plus each of the card's knobs for
+        this backend alone (in the profiles the card names), then the knobs that helped, combined, and the
+        fixed overhead on a tiny model of the same architecture served in the best configuration.  Which
+        servers and which knobs: :mod:`npu_tutorials.tuning_plan`."""
         import json
+        import os
 
-        from .commands import deploy_argv, format_command
+        from . import tuning_plan as plan
+        from .commands import deploy_argv, format_command, serve_env
         from .standin import ensure_standin, tiny_config
 
         t = self.card.tuning
@@ -50,42 +94,30 @@ class TuningSteps:
         bw = eff.measured_bandwidth if eff else None
         config = json.loads((self.serve_path / "config.json").read_text())
         bytes_ = self._decode_bytes(config)
-        self.results.tuning = Tuning(rows=[])
+        self.results.tuning = out = Tuning(rows=[])
         if self.server is not None:
             self.server.stop()
-        rows = self.results.tuning.rows
-        conc = {p.concurrency: p for p in self.results.concurrency_sweep or []}
-        top = max(self.sweep.concurrency)
-        if 1 in conc and top in conc:  # the sweep measured exactly this on the eager server: reuse it
-            one = conc[1]
-            rows.append(TuningRow(name="report's conditions (eager)", flags=["--enforce-eager"],
-                                  startup_s=self.results.server.startup_s, tpot_ms=one.tpot_ms,
-                                  throughput_c1=one.output_throughput, throughput_high=conc[top].output_throughput,
-                                  high_concurrency=top,
-                                  fraction=(bytes_ / (one.tpot_ms.median / 1000.0)) / bw if bw else None))
-        else:
-            with self.step("tuning: the report's conditions (eager)"):
-                self._launch(self.dtype, "server start, eager", label="-eager")
-                rows.append(self._measure_config("report's conditions (eager)", ["--enforce-eager"],
-                                                 self.server.startup_s, bytes_, bw))
-                self.server.stop()
-        with self.step(f"tuning: graph mode ({GRAPH_MODE[self.backend]})"):
-            self._launch(self.dtype, "server start, graph mode", graphs=True, label="-graphs")
-            rows.append(self._measure_config("graph mode", [], self.server.startup_s, bytes_, bw))
-            self.server.stop()
-        best = rows[-1]
-        if self.profile_name in t.knob_profiles:
-            for knob in [k for k in t.knobs if self.backend in k.backends]:
-                with self.step(f"tuning: graph mode + {knob.name}"):
-                    self._launch(self.dtype, f"server start, {knob.name}", graphs=True, flags=knob.flags,
-                                 env=knob.env, label=f"-{len(rows)}")
-                    row = self._measure_config(f"graph mode + {knob.name}", knob.flags, self.server.startup_s,
-                                               bytes_, bw, knob.env)
-                    self.server.stop()
+        rows = out.rows
+        conc = {p.concurrency for p in self.results.concurrency_sweep or []}
+        swept = 1 in conc and max(self.sweep.concurrency) in conc and self.results.server is not None
+        environ = {**os.environ, **self.run_env}
+        servers, sel = plan.tuning_servers(self.card, self.backend, self.profile_name, environ=environ,
+                                           sweep_mode=("eager" if self._eager else "graph") if swept else None)
+        out.skipped = dict(sel.skipped)
+        out.build_env = {v: environ.get(v, "") for k in sel.run for v in k.env}
+        by_name = {k.name: k for k in sel.run}
+        measured = []
+        for srv in servers:
+            row = self._measure_knobs(srv, bytes_, bw) if srv.knobs else self._measure_config(srv, bytes_, bw)
+            if row is not None:
                 rows.append(row)
-                if row.tpot_ms.median < best.tpot_ms.median and row.tpot_ms.q3 < best.tpot_ms.q1:
-                    best = row  # better beyond the spread of both
-        out = self.results.tuning
+                measured += [(by_name[srv.knobs[0]], row)] if srv.knobs else []
+        base = plan.graph_row(rows)
+        combo = plan.best_combination(measured, base)
+        if len(combo) >= 2:
+            row = self._measure_knobs(plan.combination_server(combo), bytes_, bw)
+            rows += [row] if row is not None else []
+        best = plan.pick_best(rows[1:], base)
         if t.overhead_model:
             with self.step("tuning: fixed overhead on a tiny model of the same architecture"):
                 tiny = ensure_standin(self.card, config=tiny_config(self.card.config), label="tiny")
@@ -95,15 +127,13 @@ class TuningSteps:
 
                     tiny_path = ensure_converted(tiny.path)
                 self._launch(self.dtype, "server start, tiny model, graph mode", graphs=True, flags=best.flags,
-                             env=best.env, model=tiny_path, label="-tiny")
+                             env=self._knob_env(best.env), model=tiny_path, label="-tiny")
                 _, tiny_tpot, _ = self._point(1, "tune-tiny-")
                 self.server.stop()
             out.fixed_overhead_ms = tiny_tpot.median
             if bw:
                 out.bandwidth_bound_ms = 1000.0 * bytes_ / bw
-        argv = [a for a in deploy_argv(self.card, self.backend) if a != "--enforce-eager"] + list(best.flags)
-        from .commands import serve_env
-
+        argv = deploy_argv(self.card, self.backend, extra=best.flags)
         out.command = format_command(argv, {**serve_env(self.card, self.backend), **best.env}, exports=True)
         out.best = best.name
         out.limit = self._limit_text(best, out)

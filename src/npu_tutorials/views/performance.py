@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import plots
+from ..errors import TutorialError
 from ..tables import Table
 from .base import BaseViews
 
@@ -78,31 +79,60 @@ class PerformanceViews(BaseViews):
                                              "baseline", note=note)
 
     def tuning_table(self) -> Table:
+        from ..tuning_plan import graph_row, verdict
+
         t = self.need("tuning")
-        rows = [[r.name, " ".join(r.flags) or "(card defaults)", r.tpot_ms.text(1), r.throughput_c1.text(2),
-                 r.throughput_high.text(1) if r.throughput_high else "–", _pct(r.fraction), f"{r.startup_s:.0f} s"]
+        base = graph_row(t.rows)
+        rows = [[r.name, " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or "(card defaults)",
+                 r.tpot_ms.text(1), r.throughput_c1.text(2), r.throughput_high.text(1) if r.throughput_high else "–",
+                 _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else verdict(r, base)]
                 for r in t.rows]
         high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
         notes = ["Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction counts "
-                 "the bytes a decode step reads (see the efficiency table)."]
-        knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
-        measured = {r.name for r in t.rows}
-        skipped = [k.name for k in knobs if f"graph mode + {k.name}" not in measured]
+                 "the bytes a decode step reads (see the efficiency table). Against graph mode: better or worse "
+                 f"when TPOT at 1 or throughput at {high or 'the highest concurrency'} moved beyond the spread of "
+                 "both (interquartile ranges apart), mixed when both ways. The knobs that were better combine "
+                 "into one more server (of two that set the same thing differently, the better one)."]
+        if t.build_env:
+            notes.append("This build's environment before any knob: "
+                         + ", ".join(f"{k}={v or '(unset)'}" for k, v in t.build_env.items()) + ".")
+        skipped = t.skipped or self._skipped_knobs(t)
         if skipped:
-            notes.append(f"Not measured in this build ({self.prov.profile} profile; each is another graph-mode "
-                         f"server start): {', '.join(skipped)}. TUTORIAL_PROFILE=full measures them.")
-        for r in t.rows[2:]:
-            base = t.rows[1]
-            if not (r.tpot_ms.q3 < base.tpot_ms.q1):
-                notes.append(f"'{r.name}' did not help beyond the spread of graph mode alone.")
+            notes.append("Not measured in this build: " + "; ".join(f"{k}: {why}" for k, why in skipped.items()) + ".")
         if t.best:
             notes.append(f"Best: {t.best}.")
         if t.limit:
             notes.append(t.limit)
-        note = " ".join(notes)
-        return Table(["configuration", "flags", "TPOT at 1 (ms)", "tok/s at 1", f"tok/s at {high or '–'}",
-                      "roofline fraction", "start-up"], rows,
-                     caption="The report's conditions beside a tuned deployment, measured in this build", note=note)
+        return Table(["configuration", "flags and environment", "TPOT at 1 (ms)", "tok/s at 1",
+                      f"tok/s at {high or '–'}", "roofline fraction", "start-up", "vs graph mode"], rows,
+                     caption="The report's conditions beside a tuned deployment, measured in this build",
+                     note=" ".join(notes))
+
+    def _skipped_knobs(self, t) -> dict[str, str]:
+        """For documents that predate ``skipped``: the knobs of this backend with no row."""
+        measured = {k for r in t.rows for k in r.knobs} | {r.name for r in t.rows}
+        return {k.name: f"not measured in the {self.prov.profile} profile (TUTORIAL_PROFILE=full measures it)"
+                for k in (self.card.tuning.knobs if self.card.tuning else [])
+                if self.backend in k.backends and k.name not in measured and f"graph mode + {k.name}" not in measured}
+
+    def tuning_knobs_table(self) -> Table:
+        """The card's knobs for this document's backend: what each sets, where it comes from, why it should
+        help, and whether this build measured it."""
+        from ..knobs import pinned_label
+
+        t = self.need("tuning")
+        knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
+        if not knobs:
+            raise TutorialError(f"cards/{self.card.key}.yaml has no tuning knobs for {self.backend}")
+        measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
+        skipped = t.skipped or self._skipped_knobs(t)
+        rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
+                 k.source or "–", k.why, "yes" if k.name in measured else skipped.get(k.name, "no")] for k in knobs]
+        return Table(["knob", "sets", "source", "why it should help", "measured here"], rows,
+                     caption=f"The {self.backend} knobs this page measures, where they come from",
+                     note=f"Each NPU knob was checked against {pinned_label()}'s own source (engine flags, "
+                          "configuration keys, the settings its performance documents export) when the model card "
+                          "was loaded.")
 
     def tuning_plot(self):
         return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, measured")
