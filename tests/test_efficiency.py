@@ -84,7 +84,8 @@ def test_weight_bytes_reads_the_checkpoint_config(tiny):
     with safe_open(str(tiny.path / "model.safetensors"), "pt") as f:
         n = sum(__import__("math").prod(f.get_slice(k).get_shape()) for k in f.keys())
     assert efficiency.weight_bytes(tiny.path, "bfloat16") == 2 * n
-    assert efficiency.checkpoint_decode_bytes(tiny.path, "float32", 7)["kv_cache"] == 2 * 2 * 1 * 64 * 7 * 4
+    # K and V x 2 layers x 2 KV heads x head_dim 64 x 7 tokens x 4 bytes
+    assert efficiency.checkpoint_decode_bytes(tiny.path, "float32", 7)["kv_cache"] == 2 * 2 * 2 * 64 * 7 * 4
 
 
 def test_mean_decode_context():
