@@ -66,7 +66,7 @@ html-noplot: venv
 	$(RUN) $(SPHINX) -D plot_gallery=0
 
 test: venv
-	$(RUN) $(VPY) -m pytest tests
+	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest tests
 
 check: venv
 	$(RUN) $(CHECK) --strict $(if $(filter-out 0,$(GATE)),--gate)

@@ -13,6 +13,17 @@ SHARED = ROOT.parent / "shared" / "reference"
 os.environ.setdefault("TUTORIAL_CACHE", str(ROOT / ".cache"))
 
 
+def require_vllm() -> None:
+    """The real engine.  Under ``make test`` (TUTORIAL_REQUIRE_ENGINE=1) a missing vLLM fails the test, so
+    an engine test can never pass by skipping; run by hand without vLLM, it skips."""
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        if os.environ.get("TUTORIAL_REQUIRE_ENGINE") == "1":
+            pytest.fail(f"the vLLM engine is required under make test and does not import: {exc}", pytrace=False)
+        pytest.skip(f"vLLM does not import ({exc})", allow_module_level=True)
+
+
 @pytest.fixture
 def shared_ref() -> Path:
     if not SHARED.is_dir():
@@ -53,7 +64,7 @@ def tiny_server(card, path, tmp: Path, extra=(), **kw):
 @pytest.fixture(scope="session")
 def raw_server(card, tiny, tmp_path_factory):
     """The right checkpoint served with full-vocabulary raw logits (one engine for the whole session)."""
-    pytest.importorskip("vllm")
+    require_vllm()
     from npu_tutorials import accuracy
     from npu_tutorials.server import _group_alive
 

@@ -299,10 +299,8 @@ def test_call_failure_is_one_line_with_the_stderr_tail(tests_importable):
 
 def test_call_timeout_kills_the_whole_process_group(tests_importable, tmp_path):
     pidfile = tmp_path / "pids"
-    t = time.monotonic()
     with pytest.raises(isolated.IsolatedError, match="did not finish in 5 s; its process group was killed"):
         isolated.call("test_backend:spawn_and_hang", str(pidfile), timeout=5)
-    assert time.monotonic() - t < 60
     leader, grandchild = map(int, pidfile.read_text().split())
     assert not _alive(leader) and not _alive(grandchild)
 

@@ -13,13 +13,14 @@ from npu_tutorials import deploy
 from npu_tutorials.bench import bench_args
 from npu_tutorials.cards import known_models, load_card
 from npu_tutorials.commands import all_shown_commands, deploy_rst, format_command, serve_env, server_argv
+from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def serve_parser():
-    pytest.importorskip("vllm")
+    require_vllm()
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -28,7 +29,7 @@ def serve_parser():
 
 @pytest.fixture(scope="module")
 def bench_parser():
-    pytest.importorskip("vllm")
+    require_vllm()
     from vllm.benchmarks.serve import add_cli_args
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -110,7 +111,7 @@ def test_copy_paste_bench_commands_parse(bench_parser, key):
 
 @pytest.mark.parametrize("key", known_models())
 def test_offline_script_arguments_are_engine_arguments(key):
-    pytest.importorskip("vllm")
+    require_vllm()
     from vllm.engine.arg_utils import EngineArgs
 
     card = load_card(key)

@@ -34,6 +34,7 @@ from npu_tutorials import commands as C
 from npu_tutorials import deploy
 from npu_tutorials.cards import known_models, load_card
 from npu_tutorials.isolated import _die_with_parent
+from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_ROUTES = ("qwen2.5-0.5b", "qwen-1_8b-chat")
@@ -228,7 +229,7 @@ def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
 @pytest.mark.engine
 @pytest.mark.parametrize("key", RUN_ROUTES)
 def test_the_cpu_set_works_pasted_in_order(key, tmp_path):
-    pytest.importorskip("vllm")
+    require_vllm()
     from npu_tutorials.standin import ensure_standin, tiny_config
 
     card = load_card(key)

@@ -1,6 +1,7 @@
 import pytest
 
 from npu_tutorials import efficiency
+from conftest import require_vllm  # noqa: E402
 
 
 def test_roofline_arithmetic():
@@ -112,7 +113,7 @@ def test_transformers_baseline_states_its_conditions(tiny):
 
 def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(tiny):
     """JSON in, JSON out; the prompts are those `vllm bench serve --seed 7` sends."""
-    pytest.importorskip("vllm")
+    require_vllm()
     from npu_tutorials.bench import random_prompt_ids
 
     from npu_tutorials import isolated

@@ -7,9 +7,9 @@ One server (conftest's session-scoped ``raw_server``) serves every test here
 
 import pytest
 
-pytest.importorskip("vllm")
+from conftest import require_vllm, tiny_server  # noqa: E402
 
-from conftest import tiny_server  # noqa: E402
+require_vllm()
 
 from npu_tutorials import metrics, reference  # noqa: E402
 from npu_tutorials.bench import headline, run_repeated, run_serving_benchmark  # noqa: E402

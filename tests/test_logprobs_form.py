@@ -9,9 +9,9 @@ compared, and the verdicts agree with the raw-logits run (conftest's ``raw_resul
 import numpy as np
 import pytest
 
-pytest.importorskip("vllm")
+from conftest import require_vllm, tiny_server  # noqa: E402
 
-from conftest import tiny_server  # noqa: E402
+require_vllm()
 
 from npu_tutorials import accuracy, metrics, reference  # noqa: E402
 from npu_tutorials.controls import run_checks  # noqa: E402

