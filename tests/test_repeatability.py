@@ -1,0 +1,36 @@
+"""scripts/repeatability.py end to end on the tiny stand-in: independent runs of the page's own steps,
+one record per machine kind and model, which the gate refuses below its minimum number of runs."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require_vllm
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.engine
+def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
+    require_vllm()
+    from npu_tutorials.gate import MIN_RUNS, NoiseRecordError, read_noise_record
+    from npu_tutorials.headline import gated_steps
+    from npu_tutorials.cards import load_card
+
+    p = subprocess.run([sys.executable, "scripts/repeatability.py", "qwen2.5-0.5b", "--tiny", "--runs", "2",
+                        "--out-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                       env={**__import__("os").environ, "TUTORIAL_CACHE": str(ROOT / ".cache")})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    (path,) = tmp_path.glob("repeatability-qwen2.5-0.5b-*.json")
+    rec = json.loads(path.read_text())
+    assert rec["steps"] == gated_steps(load_card("qwen2.5-0.5b")) == ["benchmark"]
+    assert set(rec["headline_runs"]) == {"output_throughput", "median_ttft_ms", "median_tpot_ms"}
+    assert all(len(v) == 2 and min(v) > 0 for v in rec["headline_runs"].values())
+    assert rec["provenance"]["tiny"] and rec["provenance"]["machine_slug"] in path.name
+    # each run's headline is the page's definition (median, spread and what it is over)
+    assert all("requests of 3 runs" in r["headline"]["median_tpot_ms"]["over"] for r in rec["runs"])
+    with pytest.raises(NoiseRecordError, match=f"fewer than {MIN_RUNS} independent runs"):
+        read_noise_record(path)
