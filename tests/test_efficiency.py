@@ -18,12 +18,6 @@ def test_scaling_efficiency():
     assert sc[16]["speedup"] == pytest.approx(14.05) and sc[16]["efficiency"] == pytest.approx(0.878125)
 
 
-def test_datasheet_lookup():
-    bw, src = efficiency.device_bandwidth("npu", "Ascend910B3 (SoC 222)")
-    assert bw == 1.6e12 and "datasheet" in src
-    assert efficiency.device_bandwidth("cuda", "Mystery GPU")[0] is None
-
-
 def _qwen2(tied: bool) -> dict:
     return {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 128, "num_hidden_layers": 2,
             "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 256, "vocab_size": 1000,
@@ -125,10 +119,6 @@ def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(ti
     assert [len(i) for i in ids] == [16] * 4
     assert r["conditions"]["prompt_sha256"] == efficiency.prompt_sha256(ids[:2])  # the run's first two prompts
     assert ids != random_prompt_ids(str(tiny.path), num_prompts=4, input_len=16, output_len=2, seed=8)
-
-
-def test_cpu_bandwidth_probe_is_positive():
-    assert efficiency.probe_cpu_bandwidth(gib=0.05, repeats=2) > 1e8
 
 
 def test_baseline_points_share_one_model_load(tiny, monkeypatch):

@@ -14,7 +14,6 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import stats
 from .cards import BenchProfile
 from .errors import TutorialError
 from .server import VLLMServer, tail
@@ -87,44 +86,6 @@ class BenchResult:
                                 f"{self.data.get('completed')} completed requests (run with --save-detailed)")
         return {"ttft_ms": [1000.0 * t for t in ttfts], "tpot_ms": self.per_request_tpot_ms(),
                 "e2el_ms": [1000.0 * t for t in lats]}
-
-
-def headline(results: list[BenchResult]) -> dict:
-    """Headline figures of one or more runs of the same profile, with their spread.
-
-    ``{"runs": n, "requests": total, "output_throughput": summary over runs,
-    "request_throughput": summary over runs, "ttft_ms" / "tpot_ms" / "e2el_ms": summaries over every
-    request of every run, "per_run": [{"name", "output_throughput", "median_ttft_ms", "mean_tpot_ms",
-    "completed"}], "samples": {"output_throughput": [...], "ttft_ms": [...], "tpot_ms": [...],
-    "e2el_ms": [...]}}`` (summaries as :func:`stats.summarize`).
-    """
-    if not results:
-        raise ValueError("no benchmark runs")
-    samples: dict[str, list[float]] = {"output_throughput": [r.data["output_throughput"] for r in results],
-                                       "request_throughput": [r.data["request_throughput"] for r in results],
-                                       "ttft_ms": [], "tpot_ms": [], "e2el_ms": []}
-    for r in results:
-        for k, v in r.per_request().items():
-            samples[k] += v
-    out = {"runs": len(results), "requests": sum(r.data["completed"] for r in results),
-           "per_run": [{"name": r.json_path.stem, "output_throughput": r.data["output_throughput"],
-                        "median_ttft_ms": r.data.get("median_ttft_ms"), "mean_tpot_ms": r.data.get("mean_tpot_ms"),
-                        "completed": r.data["completed"]} for r in results],
-           "samples": samples}
-    for k, v in samples.items():
-        if v:
-            out[k] = stats.summarize(v)
-    return out
-
-
-def run_repeated(server: VLLMServer, profile: BenchProfile, *, model: str, tokenizer: str, out_dir: Path,
-                 name: str, repeats: int, timeout: float = 3600) -> list[BenchResult]:
-    """``repeats`` runs of one profile (each with prompts of its own: names ``{name}-r{i}``)."""
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
-    return [run_serving_benchmark(server, profile, model=model, tokenizer=tokenizer, out_dir=out_dir,
-                                  name=name if repeats == 1 else f"{name}-r{i}", timeout=timeout)
-            for i in range(repeats)]
 
 
 def random_prompt_ids(tokenizer: str, *, num_prompts: int, input_len: int, output_len: int, seed: int) -> list[list[int]]:

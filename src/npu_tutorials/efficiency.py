@@ -3,49 +3,14 @@
 Decoding one token at concurrency 1 reads every weight matrix once, one row of
 an untied input embedding, and the KV cache so far (:func:`decode_bytes`), so
 ``bytes read / TPOT`` is the bandwidth the engine achieved; over the device's
-bandwidth it is the roofline fraction.  The CPU's bandwidth is
-measured by a probe in this build; an accelerator's is its datasheet figure.
+bandwidth it is the roofline fraction.  The bandwidth is measured by a probe on
+the device in the same build (:mod:`npu_tutorials.bandwidth`).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-
-# Peak memory bandwidth in bytes/s, as stated by the vendors' datasheets.
-DATASHEET_BANDWIDTH = {
-    "Ascend910B": 1.6e12,
-    "Ascend910": 1.2e12,
-    "H200": 4.8e12,
-    "H100": 3.35e12,
-    "A100": 2.0e12,
-    "L40S": 0.864e12,
-}
-
-
-def probe_cpu_bandwidth(gib: float = 1.0, repeats: int = 5) -> float:
-    """Read bandwidth (bytes/s): best of ``repeats`` sums over a ``gib`` GiB fp32 tensor."""
-    import torch
-
-    x = torch.ones(int(gib * 2**30) // 4, dtype=torch.float32)
-    x.sum()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        x.sum()
-        best = min(best, time.perf_counter() - t)
-    return x.numel() * 4 / best
-
-
-def device_bandwidth(backend: str, device_name: str) -> tuple[float | None, str]:
-    """(bytes/s, where the figure comes from) for the device this build ran on."""
-    if backend == "cpu":
-        return probe_cpu_bandwidth(), "measured in this build (torch sum over 1 GiB, best of 5)"
-    for key, bw in DATASHEET_BANDWIDTH.items():
-        if key.lower() in device_name.replace(" ", "").lower():
-            return bw, f"datasheet figure for {key}"
-    return None, f"no datasheet figure known for {device_name!r}"
-
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 

@@ -20,7 +20,6 @@ last line the child wrote to stderr; the full stderr tail is on the exception.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import json
 import os
@@ -39,7 +38,7 @@ SRC_DIR = str(Path(__file__).resolve().parents[1])  # the directory that holds t
 RESULT_ENV = "NPU_TUTORIALS_ISOLATED_RESULT"
 
 
-from .server import _group_alive, private_rpc_dir  # noqa: E402  (one definition of each)
+from .server import _group_alive, parent_death_signal, private_rpc_dir  # noqa: E402  (one definition of each)
 
 
 class IsolatedError(TutorialError):
@@ -51,11 +50,7 @@ class IsolatedError(TutorialError):
         self.returncode = returncode
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+_die_with_parent = parent_death_signal(signal.SIGKILL)  # isolated children hold nothing worth a clean stop
 
 
 def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:

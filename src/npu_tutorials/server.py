@@ -63,11 +63,18 @@ def check_port_free(host: str, port: int) -> None:
                                 "(TUTORIAL_PORT, or leave it unset for a free one)") from None
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+def parent_death_signal(sig: int):
+    """A ``preexec_fn`` (runs in the child between fork and exec): the child receives ``sig`` when the
+    process that started it dies (PR_SET_PDEATHSIG), so a SIGKILLed build leaves no engine behind."""
+    def preexec() -> None:
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)
+        except OSError:
+            pass
+    return preexec
+
+
+_die_with_parent = parent_death_signal(signal.SIGTERM)  # servers: a SIGTERM lets vLLM stop its workers
 
 
 def stop_all() -> None:

@@ -20,14 +20,14 @@ def summarize(values: Iterable[float]) -> dict:
     Raises ``ValueError`` on an empty or non-finite sample: a figure without
     samples must not become a number on a page.
     """
+    from .schema_base import Stat
+
     a = np.asarray([float(v) for v in values], dtype=np.float64)
     if a.size == 0:
         raise ValueError("no samples to summarize")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"non-finite samples: {a[~np.isfinite(a)].tolist()[:5]}")
-    q1, med, q3 = np.percentile(a, [25, 50, 75])
-    return {"median": float(med), "q1": float(q1), "q3": float(q3), "min": float(a.min()),
-            "max": float(a.max()), "n": int(a.size)}
+    return Stat.of(a).model_dump()  # one definition of median and quartiles: schema's Stat
 
 
 def _num(v: float, digits: int) -> str:
