@@ -630,7 +630,7 @@ def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
     down = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/download-artifact@"))
     runs = [s.get("run", "") for s in steps]
     asm = runs.index("make assemble SHARDS=shards")
-    chk = runs.index("make check PUBLISH=npu")
+    chk = runs.index("make check PUBLISH=npu GATE=1")  # publication and the regression gate
     pages = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
     assert steps[down]["with"]["path"] == "shards" and down < asm < chk < pages
     assert steps[pages]["with"]["path"] == "_build/html"
@@ -932,3 +932,9 @@ def test_item12_the_multi_card_docker_line_is_vllm_ascend_s():
     assert f"an {a3.label} card holds {a3.chips_per_card} of them" in " ".join(multi.split())
     single = commands.docker_run_argv()
     assert "--net=host" not in single and not any("hccn_tool" in a for a in single)
+
+
+def test_ci_runs_the_regression_gate():
+    """Issue 20: .ci/run ends with make check GATE=1, after the site build it gates."""
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip().startswith("make")]
+    assert lines == ["make test", "make html", "make check", "make check GATE=1"]
