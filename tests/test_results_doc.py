@@ -311,13 +311,31 @@ def test_coverage_matrix_comes_from_the_cards():
 
 
 def test_methods_page_renders_the_recorded_runs(tmp_path, monkeypatch):
+    """The recorded negative controls: one table per card (its own checks, one column per tensor family), all
+    PASS on the right checkpoint, none stale; the repeatability records with the gate's resolution."""
     from npu_tutorials import methods
+    from npu_tutorials.cards import known_models
 
+    records = methods.control_records()
+    assert {d["provenance"]["model"] for d in records} == set(known_models())
+    assert methods.stale_controls() == []
     nc = methods.negative_controls_markdown()
-    assert "| last-position logits | nmse_pct_max 1, top1_pct_min 100 | PASS |" in nc and "commit `" in nc
-    assert "| figure | run-to-run difference |" in methods.repeatability_markdown()
+    for d in records:
+        assert f"### {d['provenance']['model']}" in nc
+        assert all(r["passed"] for r in d["baseline"].values())
+    assert "| check | metric | threshold(s) | right checkpoint | embedding/head: first FAIL at rel |" in nc
+    assert "**Stale:**" not in nc and "commit `" in nc
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path))
     assert methods.negative_controls_markdown().startswith("*No negative-control run is recorded")
+    assert methods.repeatability_markdown().startswith("*No repeatability run is recorded")
+
+
+def test_the_methods_page_shows_this_builds_margins():
+    from npu_tutorials import methods
+
+    docs = [results.read_doc(p) for p in RECORDED]
+    md = methods.margins_markdown(docs)
+    assert md.count("\n") == len(docs) + 1 and "| median gap / error |" in md
 
 
 @pytest.mark.parametrize("path", [p for p in sorted((ROOT / "results").glob("*/*.json")) if p.parent.name != "methods"],
