@@ -20,6 +20,20 @@ from .results import read_doc
 NOT_EXECUTED_MARK = "tut-not-executed"
 
 
+def failure_line(html: str) -> str:
+    """The last line of the first traceback a page shows (the tutorial's own error), in plain text."""
+    import html as html_lib
+    import re
+
+    i = html.find("Traceback (most recent call last)")
+    if i < 0:
+        return ""
+    block = html[i:html.find("</pre>", i)] if html.find("</pre>", i) > 0 else html[i:]
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", block))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
 def _executed(html: str) -> bool:
     return "sphx-glr-script-out" in html or "tut-table" in html
 
@@ -32,7 +46,8 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
     html = page.read_text(encoding="utf-8")
     problems = []
     if "Traceback (most recent call last)" in html:
-        return [f"{stem}: the page shows a traceback (the tutorial failed; the next make html re-runs it)"]
+        why = failure_line(html)
+        return [f"{stem}: the tutorial failed: {why or 'the page shows a traceback'} (the next make html re-runs it)"]
     if not _executed(html):
         if strict:
             problems.append(f"{stem}: the page shows no output: the tutorial did not execute")
