@@ -161,7 +161,7 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
     bar = progress.bar(layers, "stand-in layers") if progress is not None else None
 
     def noise_(*shape: int, std: float):
-        return torch.randn(shape, generator=gen) * std
+        return torch.randn(shape, generator=gen).mul_(std)  # in place: one tensor, not two
 
     for i in range(layers):
         p = f"model.layers.{i}."
