@@ -70,6 +70,16 @@ def test_the_tiny_standin_loads_with_every_tensor(q3, q3_tiny):
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
 
 
+def test_tiny_config_keeps_an_explicit_head_dim(q3):
+    from npu_tutorials.errors import TutorialError
+
+    assert tiny_config(q3.config)["head_dim"] == q3.config["head_dim"]
+    assert tiny_config(q3.config, head_dim=64)["head_dim"] == 64
+    assert "head_dim" not in tiny_config(load_card("qwen2.5-0.5b").config)  # implicit stays implicit
+    with pytest.raises(TutorialError, match="head_dim >= 32"):
+        tiny_config(q3.config, head_dim=16)
+
+
 def test_the_standin_is_deterministic_from_the_seed(q3, tmp_path):
     cfg = tiny_config(q3.config, layers=1)
     a = ensure_standin(q3, config=cfg, cache_dir=tmp_path / "a")
