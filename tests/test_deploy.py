@@ -37,7 +37,7 @@ from npu_tutorials.isolated import _die_with_parent
 from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN_ROUTES = ("qwen2.5-0.5b", "qwen-1_8b-chat")
+RUN_ROUTES = ("qwen2.5-0.5b", "qwen-1_8b-chat", "qwen3-0.6b")
 
 
 def _route(card):

@@ -1,6 +1,6 @@
 """Planted stand-ins: a decisive next-token map that passes through every layer, for every
 architecture a tutorial serves (Qwen2 with a tied head, first-generation QWen through the converter,
-palmyra-mini's untied head), deterministic from the seed."""
+palmyra-mini's untied head, Qwen3's q/k norms and explicit head_dim), deterministic from the seed."""
 
 import numpy as np
 import pytest
@@ -66,7 +66,7 @@ def _forward(path, ids, dtype):
         return model(torch.tensor([ids])).logits[0].double().numpy()
 
 
-@pytest.mark.parametrize("key", ["qwen2.5-0.5b", "palmyra-mini", "qwen-1_8b-chat"])
+@pytest.mark.parametrize("key", ["qwen2.5-0.5b", "palmyra-mini", "qwen-1_8b-chat", "qwen3-0.6b"])
 def test_the_engine_dtype_keeps_every_planted_decision(key):
     """fp32 follows the planted map at every position, with a top-1/top-2 gap many times the
     bf16-vs-fp32 logit error; bf16 makes the same choice everywhere."""

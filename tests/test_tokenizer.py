@@ -35,6 +35,25 @@ def test_added_tokens(qwen2_tok):
     assert qwen2_tok.encode("<|im_start|>user\n").ids[0] == 151644
 
 
+def test_qwen3_added_tokens_take_qwen3s_ids():
+    """Qwen3's 26 added tokens (Qwen2.5's 22, then <tool_response>, </tool_response>, <think>, </think>) get the
+    ids of its tokenizer_config.json, and each stays one token inside text."""
+    from tokenizers import Tokenizer
+
+    from npu_tutorials.cards import load_card
+
+    cfg = json.loads((load_card("qwen3-0.6b").config_path / "tokenizer_config.json").read_text())
+    added = added_tokens_from_config(cfg)
+    assert (min(added), max(added), len(added)) == (151643, 151668, 26)
+    assert {i: added[i][0] for i in range(151665, 151669)} == {
+        151665: "<tool_response>", 151666: "</tool_response>", 151667: "<think>", 151668: "</think>"}
+    tok = Tokenizer.from_str(build_tokenizer_json(added))
+    for i, (content, _) in added.items():
+        assert tok.token_to_id(content) == i, content
+    assert tok.encode("<think>\nHello, what is your name?</think>").ids == [151667, 198, 9707, 11, 1128, 374, 697,
+                                                                          829, 30, 151668]
+
+
 TEXTS = [
     "Hello, world! It's 2026 and we're testing 12345 tokens.",
     "你好，世界。中国的首都是北京，一年有12个月。",

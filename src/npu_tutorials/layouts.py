@@ -1,10 +1,13 @@
 """Checkpoint layouts: which tensors a checkpoint holds, how a stand-in's weights are laid out in
 it, and which tokenizer files it ships.
 
-``qwen2`` is the Hugging Face ``Qwen2ForCausalLM`` layout (Qwen2.5, palmyra-mini); ``qwen`` is
+``qwen2`` is the Hugging Face ``Qwen2ForCausalLM`` layout (Qwen2.5, palmyra-mini); ``qwen3`` is
+``Qwen3ForCausalLM`` (q_norm/k_norm per layer, an explicit head_dim, no q/k/v biases); ``qwen`` is
 first-generation QWen (``QWenLMHeadModel``).  Stand-in weights are planted in the Qwen2 layout
 (:mod:`npu_tutorials.planted`); the QWen layout receives them through the exact inverse of the
-converter's mapping, so its conversion serves the planted network unchanged.
+converter's mapping, so its conversion serves the planted network unchanged; the Qwen3 layout keeps
+them, drops the biases it has no place for and sets its q/k norms to ones (norm weights, as every
+other norm of a stand-in).
 """
 
 from __future__ import annotations
@@ -47,6 +50,30 @@ class Qwen2Layout(Layout):
         write_qwen2_tokenizer(out_dir, tok_cfg)
 
 
+class Qwen3Layout(Qwen2Layout):
+    """``Qwen3ForCausalLM``: the Qwen2 layout with an RMSNorm over each head's queries and keys."""
+
+    name = "qwen3"
+
+    @staticmethod
+    def parameters(config):
+        return qwen3_parameters(config)
+
+    def weights(self, config, seed, progress=None):
+        import torch
+
+        from .planted import qwen2_weights
+
+        tensors, plan = qwen2_weights(config, seed, progress)  # drawn as for Qwen2: the same stream
+        expected = {name for name, _, _ in qwen3_parameters(config)}
+        out = {k: v for k, v in tensors.items() if k in expected}
+        for name, shape, kind in qwen3_parameters(config):
+            if name not in out and kind == "norm":
+                out[name] = torch.ones(shape, dtype=torch.bfloat16)
+        plan["layout"] = "qwen3: q/k/v biases left out unless attention_bias, q_norm/k_norm ones"
+        return out, plan
+
+
 class QWenLayout(Layout):
     """First-generation QWen (``QWenLMHeadModel``): fused c_attn, w1/w2 MLP, tiktoken tokenizer."""
 
@@ -71,10 +98,12 @@ class QWenLayout(Layout):
         shutil.copyfile(tiktoken_file(), out_dir / "qwen.tiktoken")
 
 
-def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
+def qwen2_parameters(cfg: dict[str, Any], *, bias: bool = True,
+                     qk_norm: bool = False) -> list[tuple[str, tuple[int, ...], str]]:
     """(name, shape, kind) of every tensor of a Qwen2ForCausalLM checkpoint, in file order.
 
-    kind is ``weight``, ``bias`` or ``norm``.
+    kind is ``weight``, ``bias`` or ``norm``.  ``bias``: the q/k/v projections have biases (Qwen2
+    always); ``qk_norm``: an RMSNorm of head_dim over each head's queries and keys (Qwen3).
     """
     h, inter, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
@@ -82,14 +111,12 @@ def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], st
     out: list[tuple[str, tuple[int, ...], str]] = [("model.embed_tokens.weight", (vocab, h), "weight")]
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
+        out.append((p + "input_layernorm.weight", (h,), "norm"))
+        for proj, rows in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd)):
+            out.append((p + f"self_attn.{proj}_proj.weight", (rows, h), "weight"))
+            out += [(p + f"self_attn.{proj}_proj.bias", (rows,), "bias")] if bias else []
+        out += [(p + f"self_attn.{n}_norm.weight", (hd,), "norm") for n in ("q", "k")] if qk_norm else []
         out += [
-            (p + "input_layernorm.weight", (h,), "norm"),
-            (p + "self_attn.q_proj.weight", (heads * hd, h), "weight"),
-            (p + "self_attn.q_proj.bias", (heads * hd,), "bias"),
-            (p + "self_attn.k_proj.weight", (kv * hd, h), "weight"),
-            (p + "self_attn.k_proj.bias", (kv * hd,), "bias"),
-            (p + "self_attn.v_proj.weight", (kv * hd, h), "weight"),
-            (p + "self_attn.v_proj.bias", (kv * hd,), "bias"),
             (p + "self_attn.o_proj.weight", (h, heads * hd), "weight"),
             (p + "post_attention_layernorm.weight", (h,), "norm"),
             (p + "mlp.gate_proj.weight", (inter, h), "weight"),
@@ -100,6 +127,11 @@ def qwen2_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], st
     if not cfg.get("tie_word_embeddings", False):
         out.append(("lm_head.weight", (vocab, h), "weight"))
     return out
+
+
+def qwen3_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of a Qwen3ForCausalLM checkpoint (biases only where ``attention_bias``)."""
+    return qwen2_parameters(cfg, bias=bool(cfg.get("attention_bias", False)), qk_norm=True)
 
 
 def qwen_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
@@ -124,7 +156,8 @@ def qwen_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str
     return out
 
 
-LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "QWenLMHeadModel": QWenLayout()}
+LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "Qwen3ForCausalLM": Qwen3Layout(),
+                               "QWenLMHeadModel": QWenLayout()}
 
 
 def for_config(config: dict[str, Any]) -> Layout:

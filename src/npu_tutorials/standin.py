@@ -42,12 +42,16 @@ class StandInInfo:
 
 
 def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 256, heads: int = 4,
-                kv_heads: int = 2, intermediate: int = 256) -> dict[str, Any]:
+                kv_heads: int = 2, intermediate: int = 256, head_dim: int | None = None) -> dict[str, Any]:
     """The same architecture shrunk for tests (head_dim 64, which every vLLM backend accepts; hidden
-    256 is about the smallest that holds a planted code of the full vocabulary)."""
-    if hidden // heads < 32:
+    256 is about the smallest that holds a planted code of the full vocabulary).  A config with an
+    explicit ``head_dim`` (Qwen3: not hidden / heads) keeps one: ``head_dim``, else the official one."""
+    explicit = head_dim or config.get("head_dim")
+    if (explicit or hidden // heads) < 32:
         raise TutorialError("tiny configs need head_dim >= 32 (the CPU attention rejects 16)")
     cfg = dict(config)
+    if explicit:
+        cfg["head_dim"] = explicit
     if "kv_channels" in cfg:  # first-generation QWen: no GQA, fused MLP width = intermediate / 2
         cfg.update(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                    kv_channels=hidden // heads, intermediate_size=2 * intermediate)

@@ -13,6 +13,7 @@ that overhead.
 
 from __future__ import annotations
 
+from .commands import CONVERTED_ARCHS
 from .errors import TutorialError
 from .schema import Tuning, TuningRow
 from .tuning_plan import GRAPH
@@ -122,7 +123,7 @@ class TuningSteps:
             with self.step("tuning: fixed overhead on a tiny model of the same architecture"):
                 tiny = ensure_standin(self.card, config=tiny_config(self.card.config), label="tiny")
                 tiny_path = tiny.path
-                if self.card.architecture != "Qwen2ForCausalLM":
+                if self.card.architecture in CONVERTED_ARCHS:  # served converted, as the model itself is
                     from .convert import ensure_converted
 
                     tiny_path = ensure_converted(tiny.path)
