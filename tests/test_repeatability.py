@@ -34,3 +34,27 @@ def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
     assert all("requests of 3 runs" in r["headline"]["median_tpot_ms"]["over"] for r in rec["runs"])
     with pytest.raises(NoiseRecordError, match=f"fewer than {MIN_RUNS} independent runs"):
         read_noise_record(path)
+
+
+@pytest.mark.engine
+def test_the_contributing_guides_template_runs(tmp_path):
+    """gallery/_template.py (shown on the contributing page) executes end to end on the tiny stand-in and
+    writes a complete results document whose logits verdict passes."""
+    import os
+
+    require_vllm()
+    from npu_tutorials.cards import load_card
+    from npu_tutorials.results import read_doc
+    from npu_tutorials.standin import ensure_standin, tiny_config
+    from npu_tutorials.weights import local_path_var
+
+    card = load_card("qwen2.5-0.5b")
+    tiny = ensure_standin(card, config=tiny_config(card.config), label="tiny")
+    env = {**os.environ, local_path_var(card): str(tiny.path), "TUTORIAL_RESULTS_DIR": str(tmp_path / "results"),
+           "MPLBACKEND": "Agg"}
+    p = subprocess.run([sys.executable, "gallery/_template.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=1200)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    doc = read_doc(tmp_path / "results" / "qwen2.5-0.5b.json")
+    assert doc.provenance.status == "complete" and doc.results.logits_agreement.passed
+    assert doc.provenance.weights.kind == "stand-in" and doc.results.benchmark is not None
