@@ -20,7 +20,9 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "sphinx_copybutton",
     "sphinx_design",
+    "sphinx.ext.autodoc",  # the contributing page's API reference
 ]
+autodoc_member_order = "bysource"
 myst_enable_extensions = ["colon_fence", "deflist"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_generated/**", "tutorials/models/*.skipped", "tutorials/models/*.inputs", "tutorials/models/*.ipynb", "tutorials/models/*.py",

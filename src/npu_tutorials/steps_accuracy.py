@@ -51,6 +51,8 @@ class AccuracySteps:
         return self._gsm_cache
 
     def logits_agreement(self) -> LogitsAgreement:
+        """The card's prompts: the engine's last-position logits over the whole vocabulary against the fp32
+        reference (``accuracy.logits``), with the card's verdict."""
         check = self.card.accuracy.logits
         if check is None:
             raise TutorialError(f"cards/{self.card.key}.yaml has no accuracy.logits section")
@@ -70,6 +72,7 @@ class AccuracySteps:
         return out
 
     def forward_consistency(self) -> ForwardConsistency:
+        """Every position of the card's text, engine against the fp32 reference, with the card's verdict."""
         check = self.card.accuracy.consistency
         with self.step("forward consistency (every position)"):
             rep = consistency.forward_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
@@ -94,6 +97,7 @@ class AccuracySteps:
         return eos if isinstance(eos, list) else ([eos] if eos is not None else None)
 
     def text_consistency(self) -> TextAgreement:
+        """The card's chat prompts, greedy, engine against reference: identical texts, and where not, why."""
         qa = self.card.accuracy.qa
         with self.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
             rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
@@ -121,6 +125,7 @@ class AccuracySteps:
         return out
 
     def gsm(self) -> TaskScore:
+        """GSM8K (or, offline on stand-ins only, GSM-style problems) answered greedily and scored."""
         g = self.card.accuracy.gsm
         size = g.profiles[self.profile_name]
         gs = self._gsm_set()
@@ -155,6 +160,7 @@ class AccuracySteps:
         return text
 
     def greedy_agreement(self) -> TextAgreement:
+        """The card's prompts, greedy tokens of engine and reference, each row with its own error."""
         g = self.card.accuracy.greedy
         with self.step(f"greedy agreement ({len(g.prompts)} prompts x {g.num_tokens} tokens)"):
             rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,

@@ -181,6 +181,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
 
     # -- weights ---------------------------------------------------------------------
     def prepare_weights(self) -> Weights:
+        """Find the real weights, or build the planted stand-in, and record which (``TUTORIAL_WEIGHTS``)."""
         with self.step("weights (find, download or build the stand-in)"):
             self.weights = resolve_weights(self.card, self.mode, progress=self.progress)
         w = self.weights

@@ -26,6 +26,7 @@ class AccuracyViews(BaseViews):
 
     # -- last-position logits ------------------------------------------------------------
     def logits_table(self) -> Table:
+        """Last-position logits per prompt: nMSE, cosine, top-1 (match, tie or differs), margin beside error."""
         a = self.need("logits_agreement")
         cols = ["prompt", "tokens", "normalized MSE (%)", "cosine", "top-1", "top-5 overlap", "max |err|",
                 "mean |err|", "KL (nats)", "ref. top-1/top-2 gap", "decisive"]
@@ -49,14 +50,17 @@ class AccuracyViews(BaseViews):
                      note=note)
 
     def logits_plot(self):
+        """The engine's logits against the reference's, and the error's distribution."""
         a = self.need("logits_agreement")
         return plots.logits_error(a, f"{self.card.name}: {self._label(a)} vs fp32 CPU reference")
 
     def logits_verdict(self) -> Verdict:
+        """The logits verdict against the card's thresholds."""
         a = self.need("logits_agreement")
         return self.verdict(a.checks, self.stand_in_caveat)
 
     def logits_vs_reported(self) -> Table:
+        """The logits summary beside the report's figures."""
         a = self.need("logits_agreement")
         s = a.summary
         rep = self.reported("logits")
@@ -71,6 +75,7 @@ class AccuracyViews(BaseViews):
 
     # -- every position ----------------------------------------------------------------
     def consistency_verdict(self) -> Verdict:
+        """The every-position consistency verdict against the card's thresholds."""
         c = self.need("forward_consistency")
         return self.verdict(c.checks, self.stand_in_caveat)
 
@@ -88,6 +93,7 @@ class AccuracyViews(BaseViews):
                              f"{c.decisive_positions} decisive)")
 
     def consistency_vs_reported(self) -> Table:
+        """The every-position figures beside the report's."""
         c = self.need("forward_consistency")
         r = self.reported("consistency")
         rows = [["top-1 agreement, all positions (%)", c.top1_pct, r.get("top1_pct")],
@@ -105,6 +111,7 @@ class AccuracyViews(BaseViews):
 
     # -- greedy text ---------------------------------------------------------------------
     def text_table(self) -> Table:
+        """The greedy texts of engine and reference side by side, with where and why they part."""
         t = self.need("text_consistency")
         rows = [[r.prompt, r.engine_text, r.reference_text, r.exact,
                  "–" if r.first_divergence is None else r.first_divergence, r.char_similarity,
@@ -125,6 +132,7 @@ class AccuracyViews(BaseViews):
                       "engine error spread there"], rows, caption=caption, note=note)
 
     def text_verdict(self) -> Verdict:
+        """The text-consistency verdict (identical answers) against the card's count."""
         t = self.need("text_consistency")
         return self.verdict(t.checks, self.stand_in_caveat)
 
@@ -142,6 +150,7 @@ class AccuracyViews(BaseViews):
                      caption=f"{caption}: {s.correct} / {s.total} correct", note=" ".join(notes))
 
     def qa_table(self) -> Table:
+        """The report's questions, the engine's answers and whether each is correct."""
         t = self._task_table("qa", "Chinese QA")
         rep = self.reported("qa")
         if rep:
@@ -149,11 +158,13 @@ class AccuracyViews(BaseViews):
         return t
 
     def gsm_examples(self, n: int = 2) -> Table:
+        """The first problems of the GSM-style set this build scored."""
         s = self.need("gsm")
         return Table(["question", "answer"], [[r.question, r.expected] for r in s.rows[:n]],
                      caption=f"The first problems of the set ({s.source})")
 
     def gsm_table(self) -> Table:
+        """The GSM-style score beside the report's GSM8K figure."""
         s = self.need("gsm")
         rep = self.reported("gsm8k")
         rows = [["problems", s.source, "GSM8K, first 20"],
@@ -172,10 +183,12 @@ class AccuracyViews(BaseViews):
                      caption="GSM-style math word problems, greedy", note=" ".join(notes))
 
     def e2e_config(self) -> str:
+        """The vllm-ascend e2e accuracy config generated for this model."""
         return self.need("e2e_config")
 
     # -- greedy agreement ------------------------------------------------------------------
     def greedy_table(self) -> Table:
+        """Greedy decoding per prompt: first token, match rate, and where a divergence happened, why."""
         g = self.need("greedy_agreement")
         def err(e):
             return None if e is None else e.max_abs_err
@@ -203,10 +216,12 @@ class AccuracyViews(BaseViews):
         return t
 
     def greedy_verdict(self) -> Verdict | None:
+        """The greedy-agreement verdict against the card's thresholds (None when it has none)."""
         g = self.need("greedy_agreement")
         return self.verdict(g.checks, self.stand_in_caveat) if g.checks else None
 
     def greedy_plot(self):
+        """Per prompt, how many greedy tokens agree with the reference."""
         g = self.need("greedy_agreement")
         return plots.greedy_agreement(g.rows, f"{self.card.name}: greedy {g.num_tokens} tokens, "
                                               f"{self.backend} engine vs fp32 CPU")

@@ -40,6 +40,7 @@ class BaseViews:
         return bool(self.prov.weights and self.prov.weights.kind == "real")
 
     def need(self, section: str) -> Any:
+        """The document's section ``section``, or one clear error that the step has not run."""
         value = getattr(self.r, section)
         if value is None:
             raise TutorialError(f"the results of {self.doc.model} have no '{section}' section: "
@@ -47,6 +48,7 @@ class BaseViews:
         return value
 
     def reported(self, key: str) -> dict:
+        """The report's figures for ``key`` (from the card; never this build's)."""
         return dict(self.card.reported.figures.get(key, {}))
 
     @property
@@ -60,6 +62,7 @@ class BaseViews:
         return f" How the report's method differs: {note}" if note else ""
 
     def verdict(self, checks: list[Check], caveat: str = "") -> Verdict:
+        """A verdict table from the document's checks, with the caveat under it."""
         return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks], caveat)
 
     @property

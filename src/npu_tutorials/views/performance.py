@@ -16,6 +16,7 @@ def _pct(x: float | None) -> str:
 
 class PerformanceViews(BaseViews):
     def length_table(self) -> Table:
+        """Prefill, decode and concurrent TTFT against the input length."""
         rows = self.need("input_length_sweep")
         sw = self.card.sweeps[self.prov.profile] if self.card.sweeps else None
         out = sw.sweep_output_len if sw else "?"
@@ -27,6 +28,7 @@ class PerformanceViews(BaseViews):
                           "to first token of a request sent alone.")
 
     def concurrency_table(self) -> Table:
+        """Output throughput per concurrency, with speedup and scaling efficiency over concurrency 1."""
         rows = self.need("concurrency_sweep")
         rep = self.reported("scaling")
         last = rows[-1]
@@ -42,11 +44,13 @@ class PerformanceViews(BaseViews):
                              f"({100 * last.efficiency:.1f} % efficiency)", note=note)
 
     def sweep_plot(self):
+        """The input-length and concurrency sweeps as curves."""
         return plots.sweeps(self.need("input_length_sweep"), self.need("concurrency_sweep"),
                             f"{self.card.name} on {self.backend} ({self.dtype}, chunked prefill, "
                             f"{self.prov.profile} profile)")
 
     def efficiency_table(self) -> Table:
+        """The roofline fraction at concurrency 1 and the transformers baseline on the same conditions."""
         e = self.need("efficiency")
         d = e.decode_bytes
         rows = [["bytes one decode step reads", f"{d.total / GB:.3f} GB ({d.dtype})"],
@@ -79,6 +83,7 @@ class PerformanceViews(BaseViews):
                                              "baseline", note=note)
 
     def tuning_table(self) -> Table:
+        """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
         from ..tuning_plan import graph_row, verdict
 
         t = self.need("tuning")
@@ -135,8 +140,10 @@ class PerformanceViews(BaseViews):
                           "was loaded.")
 
     def tuning_plot(self):
+        """Each tuning configuration's TPOT and throughput."""
         return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, measured")
 
     def tuned_command(self) -> str:
+        """The serve command of the best tuned configuration this build measured."""
         return self.need("tuning").command
 

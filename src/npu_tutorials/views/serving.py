@@ -16,6 +16,7 @@ from .base import BaseViews
 class ServingViews(BaseViews):
     # -- where and what --------------------------------------------------------------
     def environment(self) -> Table:
+        """Where this build ran: backend, devices, versions."""
         m = self.prov.machine
         rows = [["backend", m.backend], ["device", m.device_label]]
         for d in m.devices:
@@ -34,6 +35,7 @@ class ServingViews(BaseViews):
         return Table(["item", "value"], rows, caption=f"Where this page was built ({self.prov.built_at})")
 
     def conditions(self) -> Table:
+        """This build's conditions (profile, dtype, eager, what it changed) beside the card's."""
         c = self.need("conditions")
         p = self.card.benchmark.profiles[c.profile]
         full = self.card.benchmark.profiles["full"]
@@ -51,6 +53,7 @@ class ServingViews(BaseViews):
         return Table(["condition", "this build", "report"], rows, caption="Benchmark conditions", note=" ".join(notes))
 
     def weights(self) -> Table:
+        """Which weights this build used (real with id and revision, or stand-in with seed)."""
         w = self.prov.weights
         rows = [["weights", w.label], ["kind", w.kind], ["source", w.source]]
         rows += [[k, fmt(v) if not isinstance(v, list) else ", ".join(map(str, v))] for k, v in w.config.items()]
@@ -85,19 +88,23 @@ class ServingViews(BaseViews):
         return Table(["property", "value"], rows, caption=self.card.name, note=note)
 
     def serving_checkpoint(self) -> Table:
+        """How this build serves the checkpoint (as is, or converted) and why."""
         sc = self.need("serving_checkpoint")
         return Table(["", ""], [["route", sc.route]] + ([["why", sc.why]] if sc.why else []),
                      caption="How this build serves the checkpoint")
 
     # -- this build's commands -------------------------------------------------------
     def offline_code(self) -> str:
+        """The offline vllm.LLM script this build ran."""
         return self.need("offline_example").code
 
     def offline_output(self) -> str:
+        """What the offline script printed, and how long it took."""
         o = self.need("offline_example")
         return f"{o.prompt!r} -> {o.text!r}\n(whole script, engine start included: {o.wall_s:.0f} s)"
 
     def server_command(self) -> str:
+        """The server command this build ran, with what only the build adds."""
         s = self.need("server")
         notes = ["# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page",
                  "# <weights>: this build's weights folder"]
@@ -105,6 +112,7 @@ class ServingViews(BaseViews):
         return f"{s.command}\n" + "\n".join(notes) + f"\n# ready after {s.startup_s:.0f} s; models: {s.models}"
 
     def curl_command(self) -> str:
+        """The readiness check and the card's request as curl commands against this build's server."""
         f = self.card.functional
         body = {"model": self.card.serve.served_model_name, "max_tokens": f.max_tokens, "temperature": f.temperature}
         if f.endpoint == "chat":
@@ -119,6 +127,7 @@ class ServingViews(BaseViews):
                 f"  -H 'Content-Type: application/json' \\\n  -d {shlex.quote(text)}")
 
     def functional(self) -> Table:
+        """The functional request and the engine's reply."""
         f = self.need("functional")
         usage = f"{f.prompt_tokens} prompt + {f.completion_tokens} completion tokens"
         if f.endpoint == "chat":
@@ -136,9 +145,11 @@ class ServingViews(BaseViews):
 
     # -- benchmark -------------------------------------------------------------------
     def bench_command(self) -> str:
+        """The vllm bench serve command this build ran (against its own server)."""
         return self.need("benchmark").command
 
     def bench_table(self) -> Table:
+        """The benchmark's figures (headline figures with median, spread and sample), beside the report's."""
         b = self.need("benchmark")
         reported = self.reported("bench")
         cols = ["metric", "this build", "unit"] + ([f"reported ({self.card.reported.hardware})"] if reported else [])
@@ -163,6 +174,7 @@ class ServingViews(BaseViews):
                      note=" ".join(notes))
 
     def bench_plot(self):
+        """Per-request TTFT and TPOT of the benchmark, as distributions."""
         b = self.need("benchmark")
         c = b.conditions
         return plots.latency_distributions(b, f"{self.card.name} on {self.backend}: per-request latency "
@@ -170,11 +182,13 @@ class ServingViews(BaseViews):
 
     # -- what the server reported, and provenance ---------------------------------------
     def known_limitations(self) -> Table:
+        """The warnings the vLLM server printed in this build."""
         rows = [[w] for w in (self.r.server_warnings or [])]
         return Table(["warning printed by the vLLM server in this build"], rows or [["(none)"]],
                      caption=f"What the {self.backend} backend reported while serving")
 
     def provenance(self) -> Table:
+        """Where, when and with what every number on the page was measured."""
         p = self.prov
         rows = [["built at", p.built_at], ["git commit", p.git_commit], ["backend", p.backend], ["device", p.device],
                 ["weights", p.weights.label if p.weights else "–"], ["profile", p.profile],
