@@ -181,21 +181,21 @@ def test_killed_during_a_benchmark(wrong, card, tiny, tmp_path):
 # -- the recorded ladder's script, end to end ------------------------------------------------
 @pytest.mark.engine
 def test_the_script_records_a_cards_ladder(tmp_path):
-    """scripts/negative_controls.py on one card (first-generation QWen through the converter, an untied
-    head): the card's own checks PASS on its right checkpoint and FAIL at the rung asked for, and the
-    record carries today's check digest (so make check would not call it stale)."""
+    """scripts/negative_controls.py on one card: its own checks PASS on its right (tiny, planted) checkpoint
+    and FAIL at the rung asked for, and the record carries today's check digest (so make check would not
+    call it stale).  The recorded ladders of every card are results/methods/negative-controls-*.json."""
     from npu_tutorials.cards import load_card
     from npu_tutorials.controls import check_digest, spec_for_card
     from npu_tutorials.methods import stale_controls
 
     root = Path(__file__).resolve().parents[1]
-    p = subprocess.run([sys.executable, "scripts/negative_controls.py", "qwen-1_8b-chat", "--out-dir", str(tmp_path),
-                        "--families", "mlp", "--ladder", "1"], cwd=root, capture_output=True, text=True, timeout=1500)
+    p = subprocess.run([sys.executable, "scripts/negative_controls.py", "qwen2.5-0.5b", "--out-dir", str(tmp_path),
+                        "--families", "mlp", "--ladder", "3"], cwd=root, capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    d = json.loads((tmp_path / "negative-controls-qwen-1_8b-chat.json").read_text())
-    assert {c: r["passed"] for c, r in d["baseline"].items()} == {"consistency": True, "text": True}
-    assert d["families"]["mlp"]["first_fail"] == {"consistency": 1.0, "text": 1.0}
-    spec = spec_for_card(load_card("qwen-1_8b-chat"), d["spec"]["stop_ids"])
+    d = json.loads((tmp_path / "negative-controls-qwen2.5-0.5b.json").read_text())
+    assert {c: r["passed"] for c, r in d["baseline"].items()} == {"logits": True}
+    assert d["families"]["mlp"]["first_fail"] == {"logits": 3.0}
+    spec = spec_for_card(load_card("qwen2.5-0.5b"), d["spec"]["stop_ids"])
     assert d["check_digest"] == check_digest(spec) and stale_controls([d]) == []
     d["check_digest"] = "0" * 16
     assert "re-run scripts/negative_controls.py" in stale_controls([d])[0]
