@@ -1,15 +1,17 @@
-"""Raw logits vs log-probabilities on the real engine.
+"""Raw logits vs log-probabilities, on the engine's own vectors.
 
-vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities.  Here the CPU
-engine is started with ``--logprobs-mode raw_logprobs`` to reproduce that: the form is detected
-in both modes, every engine-vs-reference path compares like with like and says which form it
-compared, and the verdicts agree with the raw-logits run (conftest's ``raw_results``).
+vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities (its sampler's
+``raw_logprobs``: the log-softmax of the raw logits).  The log-probability form follows from the raw
+logits, so no second engine is started: :class:`LogprobsEngine` answers every request of the shared
+raw-logits engine (conftest's ``raw_server``) in the form vllm-ascend would.  The form is detected in
+both, every engine-vs-reference path compares like with like and says which form it compared, and the
+verdicts agree with the raw-logits run (conftest's ``raw_results``).
 """
 
 import numpy as np
 import pytest
 
-from conftest import require_vllm, tiny_server  # noqa: E402
+from conftest import require_vllm  # noqa: E402
 
 require_vllm()
 
@@ -17,15 +19,32 @@ from npu_tutorials import accuracy, metrics, reference  # noqa: E402
 from npu_tutorials.controls import run_checks  # noqa: E402
 
 pytestmark = pytest.mark.engine
-LOGPROBS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logprobs"]
+
+
+class LogprobsEngine:
+    """The raw-logits engine answering as vllm-ascend does: every full-vocabulary reply holds the
+    log-softmax of the raw logits (computed in float64, returned as float32 like vLLM's JSON)."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def post(self, path, body):
+        r = self.server.post(path, body)
+        if body.get("logprobs") == -1:
+            for choice in r["choices"]:
+                for top in choice["logprobs"]["top_logprobs"]:
+                    keys = list(top)
+                    lp = metrics.log_softmax(np.array([top[k] for k in keys], dtype=np.float64))
+                    top.update(zip(keys, lp.astype(np.float32).tolist()))
+        return r
+
+    def __getattr__(self, name):
+        return getattr(self.server, name)
 
 
 @pytest.fixture(scope="module")
-def lp_server(card, tiny, tmp_path_factory):
-    srv = tiny_server(card, tiny.path, tmp_path_factory.mktemp("lp"), LOGPROBS_FLAGS, startup_timeout=600)
-    srv.start()
-    yield srv
-    srv.stop()
+def lp_server(raw_server):
+    return LogprobsEngine(raw_server)
 
 
 @pytest.fixture(scope="module")
