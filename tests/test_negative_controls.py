@@ -21,11 +21,11 @@ import pytest
 
 from npu_tutorials import controls, metrics
 
-# Relative RMS of the perturbation of layer 0's MLP down_proj.  scripts/negative_controls.py tiny
-# measures the smallest one each check detects: every-position consistency and greedy agreement
-# from 0.1, text consistency from 0.3, the last-position logits check (nMSE < 1 %, the report's
-# threshold) only at 1.0.  So 1.0 is the smallest rung of the ladder that fails all four.
-WRONG_REL = 1.0
+# The wrong checkpoint: every MLP tensor of the tiny planted stand-in perturbed by rel x its RMS.  The
+# recorded ladders (results/methods/negative-controls-*.json, scripts/negative_controls.py) give each
+# check's first failing level per tensor family; at rel 3 of the MLP family every check of every card
+# says FAIL, while on the right checkpoint every one says PASS.
+WRONG_FAMILY, WRONG_REL = "mlp", 3.0
 
 
 def test_perturb_checkpoint(tiny, tmp_path):
@@ -83,7 +83,7 @@ def wrong(card, tiny, tmp_path_factory):
     from npu_tutorials import accuracy
 
     tmp = tmp_path_factory.mktemp("wrong")
-    meta = controls.perturb_checkpoint(tiny.path, tmp / "ckpt", rel=WRONG_REL)
+    meta = controls.perturb_checkpoint(tiny.path, tmp / "ckpt", rel=WRONG_REL, family=WRONG_FAMILY)
     srv = tiny_server(card, tmp / "ckpt", tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
     srv.start()
     yield srv, meta
