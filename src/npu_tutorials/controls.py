@@ -297,14 +297,30 @@ def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path,
     return {"baseline": baseline, "families": out}
 
 
+def _check_code() -> list:
+    """What the checks compute: every function and class that turns engine and reference outputs into a
+    verdict (their source, not their module's, so moving them between modules keeps a record current)."""
+    from . import metrics
+
+    return [metrics.compare_logits, metrics.topk_ids, metrics.top1, metrics.topk_agreement, metrics.agrees,
+            metrics.decisive_top1, metrics.position_error, metrics.top2_margin, metrics.sequence_match,
+            metrics.normalized_mse_pct, metrics.cosine, metrics.kl_divergence, metrics.log_softmax,
+            metrics.logsumexp, metrics.logits_form, metrics.comparable,
+            accuracy.engine_last_logits, accuracy.one_form, accuracy.LogitsReport, accuracy.logits_agreement,
+            consistency.engine_greedy, consistency.ConsistencyReport, consistency.forward_consistency,
+            consistency.TextRow, consistency.similarity, consistency.text_consistency, consistency.greedy_summary,
+            consistency.greedy_verdict, consistency.text_verdict, run_checks, perturb_checkpoint, family_tensors]
+
+
 def check_digest(spec: ControlSpec) -> str:
-    """A digest of the check code (metrics, the checks, the controls) and of the spec's thresholds and
-    inputs: a recorded control run whose digest differs from today's measured other checks."""
+    """A digest of the check code (:func:`_check_code`'s sources, and the tensor families) and of the spec's
+    thresholds and inputs: a recorded control run whose digest differs from today's measured other checks."""
     import hashlib
+    import inspect
 
     h = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in ("metrics.py", "accuracy.py", "consistency.py", "controls.py"):
-        h.update((here / name).read_bytes())
+    for obj in _check_code():
+        h.update(inspect.getsource(obj).encode())
+    h.update(json.dumps(FAMILIES, sort_keys=True).encode())
     h.update(json.dumps(spec.to_dict(), sort_keys=True, ensure_ascii=False).encode())
     return h.hexdigest()[:16]
