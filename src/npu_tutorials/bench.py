@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .cards import BenchProfile
 from .errors import TutorialError
-from .server import VLLMServer, tail
+from .processes import stop_with_parent, tail
+from .server import VLLMServer
 
 PERCENTILES = "50,99"
 
@@ -114,11 +115,10 @@ class BenchWorker:
     teardown), by atexit, and when its parent dies."""
 
     def __init__(self):
-        from .server import _die_with_parent
 
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "npu_tutorials.vllm_bench", "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1, start_new_session=True, preexec_fn=_die_with_parent)
+                                     text=True, bufsize=1, start_new_session=True, preexec_fn=stop_with_parent)
         _WORKERS.add(self)
 
     def run(self, args: list[str], log: Path, server: VLLMServer, step: str, timeout: float) -> int:

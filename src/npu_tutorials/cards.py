@@ -19,24 +19,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .errors import TutorialError
+from .model import FrozenModel
 
 CARDS_DIR = Path(__file__).with_name("cards")
 DATA_DIR = Path(__file__).with_name("data")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class HubRef(_Strict):
+class HubRef(FrozenModel):
     id: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
     revision: str = "main"
 
 
-class Hub(_Strict):
+class Hub(FrozenModel):
     modelscope: HubRef | None = None
     huggingface: HubRef | None = None
     # Where a hub has no copy of the model: what to do instead (shown on the page and in errors).
@@ -52,14 +49,14 @@ class Hub(_Strict):
         return self
 
 
-class StandIn(_Strict):
+class StandIn(FrozenModel):
     seed: int = 42
     # Fields the official config does not state and that we had to infer;
     # pages mark them as inferred.
     inferred_fields: list[str] = []
 
 
-class Serve(_Strict):
+class Serve(FrozenModel):
     served_model_name: str
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     max_model_len: int = Field(gt=0)
@@ -76,14 +73,14 @@ class Serve(_Strict):
     cpu_max_model_len: int | None = Field(default=None, gt=0)
 
 
-class Functional(_Strict):
+class FunctionalSpec(FrozenModel):
     endpoint: Literal["completions", "chat"] = "completions"
     prompt: str
     max_tokens: int = Field(gt=0)
     temperature: float = Field(ge=0)
 
 
-class BenchProfile(_Strict):
+class BenchProfile(FrozenModel):
     num_prompts: int = Field(gt=0)
     input_len: int = Field(gt=0)
     output_len: int = Field(gt=0)
@@ -93,48 +90,48 @@ class BenchProfile(_Strict):
     repeats: int = Field(default=3, gt=0)
 
 
-class Benchmark(_Strict):
+class BenchmarkSpec(FrozenModel):
     profiles: dict[Literal["full", "quick"], BenchProfile]
     cpu_default: Literal["full", "quick"] = "quick"
 
     @model_validator(mode="after")
-    def _both(self) -> "Benchmark":
+    def _both(self) -> "BenchmarkSpec":
         missing = {"full", "quick"} - set(self.profiles)
         if missing:
             raise ValueError(f"profiles lacks {', '.join(sorted(missing))}")
         return self
 
 
-class LogitsThresholds(_Strict):
+class LogitsThresholds(FrozenModel):
     nmse_pct_max: float = Field(gt=0)
     top1_pct_min: float = Field(ge=0, le=100)
 
 
-class LogitsCheck(_Strict):
+class LogitsCheck(FrozenModel):
     prompts: list[str] = Field(min_length=1)
     thresholds: LogitsThresholds
 
 
-class ConsistencyThresholds(_Strict):
+class ConsistencyThresholds(FrozenModel):
     top1_pct_min: float = Field(ge=0, le=100)
     ppl_rel_diff_pct_max: float = Field(gt=0)
     cosine_min: float = Field(gt=0, le=1)
     kl_max: float = Field(gt=0)
 
 
-class ConsistencyCheck(_Strict):
+class ConsistencyCheck(FrozenModel):
     """One forward pass over a fixed text: every position, engine vs reference."""
 
     text: str
     thresholds: ConsistencyThresholds
 
 
-class QAItem(_Strict):
+class QAItem(FrozenModel):
     prompt: str
     expected: list[str] = Field(min_length=1)
 
 
-class QACheck(_Strict):
+class QACheck(FrozenModel):
     items: list[QAItem] = Field(min_length=1)
     max_tokens: int = Field(gt=0)
     # text consistency's verdict: at least this many greedy answers identical to the reference's (default:
@@ -146,28 +143,28 @@ class QACheck(_Strict):
         return len(self.items) if self.text_exact_min is None else self.text_exact_min
 
 
-class TaskSize(_Strict):
+class TaskSize(FrozenModel):
     num_problems: int = Field(gt=0)
     max_tokens: int = Field(gt=0)
 
 
-class GSMCheck(_Strict):
+class GSMCheck(FrozenModel):
     seed: int = 42
     profiles: dict[Literal["full", "quick"], TaskSize]
 
 
-class GreedyThresholds(_Strict):
+class GreedyThresholds(FrozenModel):
     first_token_pct_min: float = Field(default=100.0, ge=0, le=100)
     mean_match_pct_min: float = Field(default=90.0, ge=0, le=100)
 
 
-class GreedyCheck(_Strict):
+class GreedyCheck(FrozenModel):
     prompts: list[str] = Field(min_length=1)
     num_tokens: int = Field(gt=0)
     thresholds: GreedyThresholds = GreedyThresholds()
 
 
-class Accuracy(_Strict):
+class Accuracy(FrozenModel):
     logits: LogitsCheck | None = None
     consistency: ConsistencyCheck | None = None
     qa: QACheck | None = None
@@ -175,7 +172,7 @@ class Accuracy(_Strict):
     greedy: GreedyCheck | None = None
 
 
-class Sweep(_Strict):
+class Sweep(FrozenModel):
     """Latency-vs-input-length and throughput-vs-concurrency sweeps (vllm bench serve)."""
 
     input_lens: list[int] = Field(min_length=1)
@@ -194,7 +191,7 @@ class Sweep(_Strict):
         return v
 
 
-class Knob(_Strict):
+class Knob(FrozenModel):
     """A backend's own tuning knob, measured on top of graph mode where this build runs that backend.
 
     An NPU knob names its ``source`` (a file and section of vllm-ascend at the pinned release, or an issue
@@ -224,7 +221,7 @@ class Knob(_Strict):
         return self
 
 
-class Tuning(_Strict):
+class TuningSpec(FrozenModel):
     """The report's conditions beside a tuned deployment, both measured in the same build."""
 
     cpu: bool = Field(default=True, description="also on CPU builds (graph compilation costs minutes there)")
@@ -234,7 +231,7 @@ class Tuning(_Strict):
                                                            "model of the same architecture")
 
 
-class Reported(_Strict):
+class Reported(FrozenModel):
     """Figures published in the original evaluation report."""
 
     source: str
@@ -244,7 +241,7 @@ class Reported(_Strict):
     method_notes: dict[str, str] = {}
 
 
-class Deploy(_Strict):
+class Deploy(FrozenModel):
     """What a reader deploying the model needs beyond the commands (the page's "Deploy it yourself")."""
 
     # A base (pretrained, not instruction-tuned) model: the commands use the completions API, and the page
@@ -270,7 +267,7 @@ class Deploy(_Strict):
         return self
 
 
-class Requires(_Strict):
+class Requires(FrozenModel):
     """What a tutorial needs from the build's hardware; a build executes only the tutorials that fit."""
 
     devices: int = Field(default=1, gt=0, description="accelerator cards (at least the tensor-parallel size)")
@@ -279,7 +276,7 @@ class Requires(_Strict):
     cpu_memory_gib: float = Field(default=8, gt=0, description="host RAM a CPU build needs")
 
 
-class Card(_Strict):
+class Card(FrozenModel):
     key: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     name: str
     summary: str
@@ -288,12 +285,12 @@ class Card(_Strict):
     hub: Hub
     stand_in: StandIn = StandIn()
     serve: Serve
-    functional: Functional
-    benchmark: Benchmark
+    functional: FunctionalSpec
+    benchmark: BenchmarkSpec
     accuracy: Accuracy = Accuracy()
     sweeps: dict[Literal["full", "quick"], Sweep] | None = None
     requires: Requires = Requires()
-    tuning: Tuning | None = None
+    tuning: TuningSpec | None = None
     deploy: Deploy = Deploy()
     reported: Reported
     # Regression-gate limits overriding the defaults (npu_tutorials.gate.DEFAULT_LIMITS), by vLLM metric name.

@@ -15,7 +15,6 @@ from typing import Mapping, Sequence
 
 from . import devices
 from .cards import Card
-from .knobs import pinned_schema
 from .server import ENGINE_READY_TIMEOUT_S
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -186,20 +185,6 @@ def deploy_argv(card: Card, backend: str, *, host: str = "0.0.0.0", port: int = 
     return ["vllm", "serve", model, *flags, *extra, "--host", host, "--port", str(port)]
 
 
-def all_shown_commands(card: Card) -> list[list[str]]:
-    """Every copy-paste vLLM serve command the site shows for ``card`` (tests parse them all)."""
-    from .deploy import serve_commands
-
-    return serve_commands(card)
-
-
-def deploy_rst(card: Card) -> str:
-    """The page's "Deploy it yourself" section (:func:`npu_tutorials.deploy.deploy_rst`)."""
-    from .deploy import deploy_rst as rst
-
-    return rst(card)
-
-
 # -- the container an Ascend runner builds in ---------------------------------------------------
 # vllm-ascend's official images and how its installation guide starts them
 # (vllm-project/vllm-ascend docs/source/installation.md, "Set up using Docker"): one
@@ -293,74 +278,3 @@ def format_docker(argv: Sequence[str]) -> str:
 def runner_docker_md(devices: Sequence[int] = (0,)) -> str:
     """The runner page's ``docker run`` block (``docs/source/_generated/runner_docker.md``)."""
     return "```bash\n" + format_docker(docker_run_argv(devices=devices)) + "\n```\n"
-
-
-# -- what vllm-ascend adds to vLLM's command line, and what it ignores or refuses ---------------------
-# Read from vllm-project/vllm-ascend at tag v0.23.0 (commit 5cb98caaadeff42b5b62b996e34bb2aaa29d20fd), the
-# release of the image above.  tests/test_commands.py checks every NPU command of the site against these lists.
-VLLM_ASCEND_SOURCE = "vllm-project/vllm-ascend v0.23.0 (commit 5cb98caa)"
-
-# vllm_ascend/ascend_config.py (AscendConfig, init_ascend_config): the top-level keys of --additional-config it
-# reads (additional_config.get(...), additional_config[...], _get_config_value(...)); any other key is unused.
-# Read from its source by scripts/extract_pinned_schema.py into data/pinned/schema.json (npu_tutorials.knobs).
-VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS = frozenset(pinned_schema()["vllm_ascend"]["additional_config_keys"])
-
-# vllm_ascend/platform.py, NPUPlatform.pre_register_and_update: the --quantization choice it adds.
-VLLM_ASCEND_QUANTIZATION = "ascend"
-
-# vllm_ascend/platform.py, NPUPlatform._fix_incompatible_config: vLLM flags it resets with a warning
-# (GPU/ROCm-specific or unsupported on Ascend), and what happens to them.  It also resets
-# calculate_kv_scales and max_num_partial_prefills, which vLLM 0.32's parser has no flags for, and settings
-# inside --attention-config, --compilation-config, --speculative-config and --kv-transfer-config.
-VLLM_ASCEND_IGNORED_FLAGS = {
-    "--disable-cascade-attn": "GPU-specific: reset to False",
-    "--mm-encoder-attn-backend": "Ascend uses its own mechanism: reset to None",
-    "--enable-layerwise-nvtx-tracing": "NVIDIA-specific: reset to False",
-    "--attention-backend": "Ascend uses its registered backend: reset (unless FLASH_ATTN)",
-    "--ray-workers-use-nsight": "NVIDIA-specific: reset to False",
-    "--numa-bind": "replaced by --additional-config '{\"enable_cpu_binding\": true}'",
-    "--numa-bind-nodes": "ignored (Ascend binds CPU cores itself)",
-    "--numa-bind-cpus": "ignored (Ascend binds CPU cores itself)",
-    "--enable-dbo": "ignored: reset to False",
-    "--ubatch-size": "ignored: reset to 0",
-    # vllm_ascend/worker/model_runner_v1.py builds AscendSampler() without the model config's logprobs mode
-    # (vllm_ascend/sample/sampler.py: "TODO: support logprobs_mode in vllm-ascend").
-    "--logprobs-mode": "accepted and ignored: the engine returns raw log-probabilities",
-}
-# The same function resets cache_config.cpu_kvcache_space_bytes, which vLLM sets from this variable.
-VLLM_ASCEND_IGNORED_ENV = {"VLLM_CPU_KVCACHE_SPACE": "a CPU-backend setting: reset to None on Ascend"}
-# vllm_ascend/platform.py, NPUPlatform.check_and_update_config: refuses to start (ValueError) with graph mode on.
-VLLM_ASCEND_REFUSED_ENV = {"ASCEND_LAUNCH_BLOCKING": ("1", "ACL graph is incompatible with ASCEND_LAUNCH_BLOCKING=1")}
-
-
-def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
-    """What vllm-ascend v0.23.0 would ignore or refuse in the serve command ``argv`` with ``env``
-    (empty: nothing).  ``--additional-config`` must be JSON whose keys vllm-ascend reads."""
-    import json
-
-    problems = []
-    for i, tok in enumerate(argv):
-        flag, _, inline = tok.partition("=")
-        if flag in VLLM_ASCEND_IGNORED_FLAGS:
-            problems.append(f"{flag}: {VLLM_ASCEND_IGNORED_FLAGS[flag]}")
-        if flag == "--additional-config":
-            value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
-            try:
-                keys = set(json.loads(value))
-            except (ValueError, TypeError):
-                problems.append(f"--additional-config {value!r} is not a JSON object")
-                continue
-            problems += [f"--additional-config key {k!r}: vllm-ascend does not read it"
-                         for k in sorted(keys - VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS)]
-        if flag == "--quantization":
-            value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
-            if value != VLLM_ASCEND_QUANTIZATION:
-                problems.append(f"--quantization {value}: vllm-ascend's quantized checkpoints use 'ascend'")
-    eager = "--enforce-eager" in argv
-    for var, value in (env or {}).items():
-        if var in VLLM_ASCEND_IGNORED_ENV:
-            problems.append(f"{var}: {VLLM_ASCEND_IGNORED_ENV[var]}")
-        refused = VLLM_ASCEND_REFUSED_ENV.get(var)
-        if refused and value == refused[0] and not eager:
-            problems.append(f"{var}={value}: {refused[1]}")
-    return problems

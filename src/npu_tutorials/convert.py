@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TutorialError
-from .layouts import qwen_parameters
 
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
 CHATML_TEMPLATE = (
@@ -37,6 +36,28 @@ CONVERTER_VERSION = 1
 
 def _refuse(src: Path, why: str) -> TutorialError:
     return TutorialError(f"{src}: cannot convert: {why}")
+
+
+def qwen_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) of a first-generation QWen checkpoint, in file order."""
+    h, vocab = cfg["hidden_size"], cfg["vocab_size"]
+    proj = cfg["kv_channels"] * cfg["num_attention_heads"]
+    ff = cfg["intermediate_size"] // 2
+    out: list[tuple[str, tuple[int, ...], str]] = [("transformer.wte.weight", (vocab, h), "weight")]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"transformer.h.{i}."
+        out += [
+            (p + "ln_1.weight", (h,), "norm"),
+            (p + "attn.c_attn.weight", (3 * proj, h), "weight"),
+            (p + "attn.c_attn.bias", (3 * proj,), "bias"),
+            (p + "attn.c_proj.weight", (h, proj), "weight"),
+            (p + "ln_2.weight", (h,), "norm"),
+            (p + "mlp.w1.weight", (ff, h), "weight"),
+            (p + "mlp.w2.weight", (ff, h), "weight"),
+            (p + "mlp.c_proj.weight", (h, ff), "weight"),
+        ]
+    out += [("transformer.ln_f.weight", (h,), "norm"), ("lm_head.weight", (vocab, h), "weight")]
+    return out
 
 
 def qwen2_config(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +243,7 @@ def _source_key(src: Path) -> str:
 
 def ensure_converted(src: Path, cache_dir: Path | None = None) -> Path:
     """The cached Qwen2-layout conversion of ``src`` (converted once)."""
-    from .standin import cache_root
+    from .cache import cache_root
 
     src = Path(src)
     check_qwen_checkpoint(src)

@@ -374,15 +374,6 @@ def multi_card(card: Card, backend: str) -> list[Recipe]:
     return out
 
 
-def serve_commands(card: Card) -> list[list[str]]:
-    """Every copy-paste serve command the page shows (tests parse each with vLLM's parser)."""
-    out = [serve_argv(card, b, reader_place(card)) for b in BACKENDS]
-    for b in ("npu", "cuda"):
-        out += [r.argv for r in multi_card(card, b)]
-    tuned = tuned_npu(card)  # the NPU tab's measured best combination, where an NPU build recorded one
-    return out + ([tuned[0]] if tuned else [])
-
-
 def bench_commands(card: Card) -> list[list[str]]:
     return [bench_argv(card, b, reader_place(card)) for b in BACKENDS]
 
@@ -390,7 +381,3 @@ def bench_commands(card: Card) -> list[list[str]]:
 def shown_env(card: Card) -> dict[str, dict[str, str]]:
     """The environment each NPU / GPU serve command is shown with (for the vllm-ascend contract test)."""
     return {b: C.serve_env(card, b) for b in BACKENDS}
-
-
-# the page section is written by .deploy_page (kept apart: one module, one sitting)
-from .deploy_page import deploy_rst, tuned_npu  # noqa: E402,F401

@@ -5,7 +5,8 @@ from __future__ import annotations
 from . import commands as C
 from . import devices
 from .cards import Card
-from .deploy import BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, multi_card, steps, targets
+from .deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, multi_card, reader_place, serve_argv, steps,
+                     targets)
 
 
 # -- reStructuredText --------------------------------------------------------------------------------
@@ -75,6 +76,15 @@ def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | 
         return None
     doc, row = found
     return C.deploy_argv(card, "npu", extra=row.flags), {**C.serve_env(card, "npu"), **row.env}, doc, row
+
+
+def serve_commands(card: Card) -> list[list[str]]:
+    """Every copy-paste serve command the page shows (tests parse each with vLLM's parser)."""
+    out = [serve_argv(card, b, reader_place(card)) for b in BACKENDS]
+    for b in ("npu", "cuda"):
+        out += [r.argv for r in multi_card(card, b)]
+    tuned = tuned_npu(card)  # the NPU tab's measured best combination, where an NPU build recorded one
+    return out + ([tuned[0]] if tuned else [])
 
 
 def _tuned_rst(card: Card, serve_step: int) -> str:

@@ -38,7 +38,7 @@ SRC_DIR = str(Path(__file__).resolve().parents[1])  # the directory that holds t
 RESULT_ENV = "NPU_TUTORIALS_ISOLATED_RESULT"
 
 
-from .server import _group_alive, parent_death_signal, private_rpc_dir  # noqa: E402  (one definition of each)
+from .processes import group_alive, kill_with_parent, last_lines, private_rpc_dir  # noqa: E402
 
 
 class IsolatedError(TutorialError):
@@ -48,9 +48,6 @@ class IsolatedError(TutorialError):
         super().__init__(message)
         self.stderr_tail = stderr_tail
         self.returncode = returncode
-
-
-_die_with_parent = parent_death_signal(signal.SIGKILL)  # isolated children hold nothing worth a clean stop
 
 
 def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
@@ -64,20 +61,16 @@ def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             proc.poll()
-            if not _group_alive(pgid):
+            if not group_alive(pgid):
                 break
             time.sleep(0.05)
-        if not _group_alive(pgid):
+        if not group_alive(pgid):
             break
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-def _tail(text: str, lines: int = 20) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def _last_line(text: str) -> str:
@@ -108,7 +101,7 @@ def _run_group(argv, *, timeout, env, cwd, what) -> subprocess.CompletedProcess:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         try:
             proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
-                                    env=env, start_new_session=True, preexec_fn=_die_with_parent, text=True)
+                                    env=env, start_new_session=True, preexec_fn=kill_with_parent, text=True)
         except OSError as exc:
             raise IsolatedError(f"{what} could not start: {exc}") from None
         try:
@@ -116,14 +109,14 @@ def _run_group(argv, *, timeout, env, cwd, what) -> subprocess.CompletedProcess:
         except subprocess.TimeoutExpired:
             kill_group(proc)
             err.seek(0)
-            tail = _tail(err.read())
+            tail = last_lines(err.read())
             raise IsolatedError(f"{what} did not finish in {timeout:g} s; its process group was killed",
                                 tail) from None
         except BaseException:  # KeyboardInterrupt, SIGTERM handler: leave nothing behind
             kill_group(proc)
             raise
         finally:
-            if _group_alive(proc.pid):  # the leader exited but left children in its group
+            if group_alive(proc.pid):  # the leader exited but left children in its group
                 kill_group(proc)
         out.seek(0)
         err.seek(0)
@@ -163,9 +156,9 @@ def call(target: str, *args: Any, timeout: float = 600.0, env: dict[str, str] | 
                          env=child_env, what=what)
         if proc.returncode != 0:
             raise IsolatedError(f"{what} failed in its own process (exit {proc.returncode}): "
-                                f"{_last_line(proc.stderr)}", _tail(proc.stderr), proc.returncode)
+                                f"{_last_line(proc.stderr)}", last_lines(proc.stderr), proc.returncode)
         if not result.is_file():
-            raise IsolatedError(f"{what} exited without a result", _tail(proc.stderr), proc.returncode)
+            raise IsolatedError(f"{what} exited without a result", last_lines(proc.stderr), proc.returncode)
         return json.loads(result.read_text())["result"]
 
 

@@ -81,6 +81,8 @@ class QWenLayout(Layout):
 
     @staticmethod
     def parameters(config):
+        from .convert import qwen_parameters
+
         return qwen_parameters(config)
 
     def weights(self, config, seed, progress=None):
@@ -132,28 +134,6 @@ def qwen2_parameters(cfg: dict[str, Any], *, bias: bool = True,
 def qwen3_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
     """(name, shape, kind) of a Qwen3ForCausalLM checkpoint (biases only where ``attention_bias``)."""
     return qwen2_parameters(cfg, bias=bool(cfg.get("attention_bias", False)), qk_norm=True)
-
-
-def qwen_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], str]]:
-    """(name, shape, kind) of a first-generation QWen checkpoint, in file order."""
-    h, vocab = cfg["hidden_size"], cfg["vocab_size"]
-    proj = cfg["kv_channels"] * cfg["num_attention_heads"]
-    ff = cfg["intermediate_size"] // 2
-    out: list[tuple[str, tuple[int, ...], str]] = [("transformer.wte.weight", (vocab, h), "weight")]
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"transformer.h.{i}."
-        out += [
-            (p + "ln_1.weight", (h,), "norm"),
-            (p + "attn.c_attn.weight", (3 * proj, h), "weight"),
-            (p + "attn.c_attn.bias", (3 * proj,), "bias"),
-            (p + "attn.c_proj.weight", (h, proj), "weight"),
-            (p + "ln_2.weight", (h,), "norm"),
-            (p + "mlp.w1.weight", (ff, h), "weight"),
-            (p + "mlp.w2.weight", (ff, h), "weight"),
-            (p + "mlp.c_proj.weight", (h, ff), "weight"),
-        ]
-    out += [("transformer.ln_f.weight", (h,), "norm"), ("lm_head.weight", (vocab, h), "weight")]
-    return out
 
 
 LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "Qwen3ForCausalLM": Qwen3Layout(),

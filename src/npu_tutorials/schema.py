@@ -14,20 +14,21 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from .schema_base import Stat, _Model
+from .model import StrictModel
+from .schema_base import Stat
 from .schema_perf import (Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint,  # noqa: F401 (re-exported)
                           Tuning, TuningRow)
 
 SCHEMA_VERSION = 2
 
 
-class Device(_Model):
+class Device(StrictModel):
     index: int
     name: str
     memory_gib: float | None = None
 
 
-class Machine(_Model):
+class Machine(StrictModel):
     """Facts good enough to compare builds: which machine, which devices, which software."""
 
     backend: Literal["npu", "cuda", "cpu"]
@@ -63,7 +64,7 @@ class Machine(_Model):
         return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-")
 
 
-class WeightsInfo(_Model):
+class WeightsInfo(StrictModel):
     kind: Literal["real", "stand-in"]
     source: str
     label: str
@@ -74,12 +75,12 @@ class WeightsInfo(_Model):
     config: dict[str, Any] = Field({}, description="the shape fields of the served config.json")
 
 
-class StepCost(_Model):
+class StepCost(StrictModel):
     step: str
     seconds: float
 
 
-class Provenance(_Model):
+class Provenance(StrictModel):
     built_at: str = Field(description="UTC, start of the tutorial")
     git_commit: str
     backend: Literal["npu", "cuda", "cpu"]
@@ -97,7 +98,7 @@ class Provenance(_Model):
 
 
 # -- sections ----------------------------------------------------------------------------
-class Conditions(_Model):
+class Conditions(StrictModel):
     """The conditions of this build beside the card's (the report's)."""
 
     profile: Literal["full", "quick"]
@@ -107,12 +108,12 @@ class Conditions(_Model):
     build_changes: list[str] = Field([], description="what this build changed from the card, and why")
 
 
-class ServingCheckpoint(_Model):
+class ServingCheckpoint(StrictModel):
     route: str = Field(description="'as is' or 'converted to <arch>'")
     why: str = ""
 
 
-class Server(_Model):
+class Server(StrictModel):
     command: str = Field(description="the command this build ran, weights path replaced by <weights>")
     base_url: str
     startup_s: float
@@ -120,14 +121,14 @@ class Server(_Model):
     logprobs_form: str | None = None
 
 
-class OfflineExample(_Model):
+class OfflineExample(StrictModel):
     code: str
     prompt: str
     text: str
     wall_s: float
 
 
-class Functional(_Model):
+class Functional(StrictModel):
     endpoint: Literal["completions", "chat"]
     prompt: str
     text: str
@@ -136,7 +137,7 @@ class Functional(_Model):
     completion_tokens: int
 
 
-class BenchConditions(_Model):
+class BenchConditions(StrictModel):
     num_prompts: int
     input_len: int
     output_len: int
@@ -144,7 +145,7 @@ class BenchConditions(_Model):
     max_concurrency: int | None = None
 
 
-class Benchmark(_Model):
+class Benchmark(StrictModel):
     name: str
     conditions: BenchConditions
     command: str = Field(description="vllm bench serve, as a reader would run it")
@@ -156,12 +157,12 @@ class Benchmark(_Model):
     output_throughput: Stat | None = Field(None, description="over repeats, where the run was repeated")
 
 
-class Histogram(_Model):
+class Histogram(StrictModel):
     edges: list[float]
     counts: list[int]
 
 
-class PositionError(_Model):
+class PositionError(StrictModel):
     """One position's near-tie view: the reference's top-1/top-2 margin beside the engine's error there."""
 
     position: int | None = None
@@ -178,7 +179,7 @@ class PositionError(_Model):
     compared_as: str = Field(description="'logits' or 'logprobs' (the form the engine returned)")
 
 
-class LogitsRow(_Model):
+class LogitsRow(StrictModel):
     prompt: str
     num_tokens: int
     nmse_pct: float
@@ -198,14 +199,14 @@ class LogitsRow(_Model):
     compared_as: str = "logits"
 
 
-class Check(_Model):
+class Check(StrictModel):
     metric: str
     measured: str
     threshold: str
     passed: bool
 
 
-class LogitsAgreement(_Model):
+class LogitsAgreement(StrictModel):
     rows: list[LogitsRow]
     summary: dict[str, float | int | str | None]
     thresholds: dict[str, float]
@@ -218,7 +219,7 @@ class LogitsAgreement(_Model):
     scatter_engine: list[float] = []
 
 
-class ForwardConsistency(_Model):
+class ForwardConsistency(StrictModel):
     num_tokens: int
     positions: int
     top1_pct: float
@@ -240,7 +241,7 @@ class ForwardConsistency(_Model):
     engine_dtype: str = ""
 
 
-class TextRow(_Model):
+class TextRow(StrictModel):
     prompt: str
     engine_text: str
     reference_text: str
@@ -256,7 +257,7 @@ class TextRow(_Model):
                                                                       "generated position")
 
 
-class TextAgreement(_Model):
+class TextAgreement(StrictModel):
     """Greedy outputs, engine vs reference (text consistency, greedy agreement)."""
 
     num_tokens: int
@@ -267,14 +268,14 @@ class TextAgreement(_Model):
     engine_dtype: str = ""
 
 
-class TaskRow(_Model):
+class TaskRow(StrictModel):
     question: str
     expected: str
     output: str
     correct: bool
 
 
-class TaskScore(_Model):
+class TaskScore(StrictModel):
     source: str
     rows: list[TaskRow]
     correct: int
@@ -284,7 +285,7 @@ class TaskScore(_Model):
     meaningful_for_model_quality: bool
 
 
-class Results(_Model):
+class Results(StrictModel):
     conditions: Conditions | None = None
     serving_checkpoint: ServingCheckpoint | None = None
     offline_example: OfflineExample | None = None
@@ -306,7 +307,7 @@ class Results(_Model):
     costs: list[StepCost] = []
 
 
-class ResultsDoc(_Model):
+class ResultsDoc(StrictModel):
     schema_: int = Field(SCHEMA_VERSION, alias="schema")
     model: str = Field(description="the model card's key")
     provenance: Provenance

@@ -1,16 +1,14 @@
-"""The model base and the statistic every headline figure of a results document uses."""
+"""The statistic every headline figure of a results document uses."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from .model import StrictModel
 
 
 # -- shared pieces -----------------------------------------------------------------------
-class Stat(_Model):
+class Stat(StrictModel):
     """A figure from several samples: median, spread (quartiles, range) and sample size."""
 
     median: float

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .schema_base import Stat, _Model
+from .model import StrictModel
+from .schema_base import Stat
 
 
-class LengthPoint(_Model):
+class LengthPoint(StrictModel):
     input_len: int
     prefill_ms: Stat
     tpot_ms: Stat
@@ -15,7 +16,7 @@ class LengthPoint(_Model):
     concurrent_requests: int
 
 
-class ConcurrencyPoint(_Model):
+class ConcurrencyPoint(StrictModel):
     concurrency: int
     output_throughput: Stat
     tpot_ms: Stat
@@ -24,7 +25,7 @@ class ConcurrencyPoint(_Model):
     efficiency: float
 
 
-class DecodeBytes(_Model):
+class DecodeBytes(StrictModel):
     """Bytes one decode step of one sequence reads."""
 
     matrices: float
@@ -39,7 +40,7 @@ class DecodeBytes(_Model):
     tied: bool = False
 
 
-class Baseline(_Model):
+class Baseline(StrictModel):
     """Plain transformers generate on the same conditions as the vLLM figure beside it."""
 
     batch: int
@@ -52,7 +53,7 @@ class Baseline(_Model):
     speedup: float
 
 
-class Efficiency(_Model):
+class Efficiency(StrictModel):
     decode_bytes: DecodeBytes
     tpot_ms: Stat
     achieved_bytes_per_s: float
@@ -64,7 +65,7 @@ class Efficiency(_Model):
     baselines: list[Baseline] = []
 
 
-class TuningRow(_Model):
+class TuningRow(StrictModel):
     name: str
     flags: list[str]
     env: dict[str, str] = {}
@@ -77,7 +78,7 @@ class TuningRow(_Model):
     fraction: float | None = None
 
 
-class Tuning(_Model):
+class Tuning(StrictModel):
     rows: list[TuningRow]
     best: str = ""
     skipped: dict[str, str] = Field({}, description="knobs of this backend not measured in this build, and why")

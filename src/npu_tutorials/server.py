@@ -6,7 +6,7 @@ stops early with the tail of the server log if the process dies, and always
 tears the whole group down: on ``stop()``, on leaving a ``with`` block, at
 interpreter exit, on SIGTERM, and (through ``PR_SET_PDEATHSIG``) when the
 parent is killed outright.  The engine's ZeroMQ socket files go into a private
-directory (``VLLM_RPC_BASE_PATH``, see :func:`private_rpc_dir`) that ``stop()``
+directory (``VLLM_RPC_BASE_PATH``, see :func:`~npu_tutorials.processes.private_rpc_dir`) that ``stop()``
 removes: vLLM would otherwise leave one ``/tmp/<uuid>`` socket file per channel
 behind after every run.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import http.client
 import json
 import os
@@ -38,11 +37,13 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from .errors import TutorialError
+from .processes import group_alive, private_rpc_dir, stop_with_parent, tail
 
 # How long a server may take to answer: a first graph-mode start on an NPU captures ACL graphs and compiles
 # triton-ascend kernels; vllm-ascend's nightly CI allows VLLM_ENGINE_READY_TIMEOUT_S=1800 for it
 # (.github/workflows/_e2e_nightly_single_node.yaml, tests/e2e/nightly/multi_node/scripts/run.sh).
 ENGINE_READY_TIMEOUT_S = 1800
+HOST = "127.0.0.1"  # where the build's own servers listen
 
 _LIVE: set["VLLMServer"] = set()
 
@@ -61,20 +62,6 @@ def check_port_free(host: str, port: int) -> None:
         except OSError:
             raise TutorialError(f"port {port} on {host} is busy; stop what listens there or pick another "
                                 "(TUTORIAL_PORT, or leave it unset for a free one)") from None
-
-
-def parent_death_signal(sig: int):
-    """A ``preexec_fn`` (runs in the child between fork and exec): the child receives ``sig`` when the
-    process that started it dies (PR_SET_PDEATHSIG), so a SIGKILLed build leaves no engine behind."""
-    def preexec() -> None:
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, sig)
-        except OSError:
-            pass
-    return preexec
-
-
-_die_with_parent = parent_death_signal(signal.SIGTERM)  # servers: a SIGTERM lets vLLM stop its workers
 
 
 def stop_all() -> None:
@@ -102,56 +89,6 @@ def _install_hooks() -> None:
     except ValueError:  # not the main thread
         pass
     _hooks_installed = True
-
-
-def private_rpc_dir(env: dict[str, str]) -> str | None:
-    """Point vLLM's ZeroMQ socket files at a fresh private directory, unless the caller chose one.
-
-    vLLM (``vllm/utils/network_utils.py``, ``get_open_zmq_ipc_path``) binds ``ipc://$VLLM_RPC_BASE_PATH/<uuid4>``
-    with ``VLLM_RPC_BASE_PATH`` defaulting to the temp dir, and never unlinks those files.  Sets the
-    variable in ``env`` and returns the directory to remove afterwards, or None when ``env`` (or this
-    process's environment) already names one: the caller's choice is the caller's to clean.
-    """
-    if env.get("VLLM_RPC_BASE_PATH") or os.environ.get("VLLM_RPC_BASE_PATH"):
-        return None
-    sweep_stale_rpc_dirs()
-    path = tempfile.mkdtemp(prefix=f"{RPC_PREFIX}{os.getpid()}-")
-    env["VLLM_RPC_BASE_PATH"] = path
-    return path
-
-
-RPC_PREFIX = "vllm-rpc-"
-
-
-def sweep_stale_rpc_dirs(base: str | Path | None = None) -> list[Path]:
-    """Remove the socket directories of builds that are gone (SIGKILLed: nothing of theirs could clean up).
-
-    A directory is named ``vllm-rpc-<pid of the process that made it>-<random>``; it is stale once
-    that process no longer exists (its servers died with it through ``PR_SET_PDEATHSIG``).
-    Returns what was removed."""
-    removed = []
-    for d in Path(base or tempfile.gettempdir()).glob(f"{RPC_PREFIX}*-*"):
-        try:
-            pid = int(d.name[len(RPC_PREFIX):].split("-", 1)[0])
-        except ValueError:
-            continue
-        try:
-            os.kill(pid, 0)
-            continue  # its maker still runs
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        shutil.rmtree(d, ignore_errors=True)
-        removed.append(d)
-    return removed
-
-
-def tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 class VLLMServer:
@@ -191,7 +128,7 @@ class VLLMServer:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-                                             preexec_fn=_die_with_parent)
+                                             preexec_fn=stop_with_parent)
         except BaseException:
             self.stop()
             raise
@@ -365,9 +302,9 @@ class VLLMServer:
                 continue
             # the leader is gone; make sure no engine worker of the group lingers
             deadline = time.monotonic() + wait
-            while _group_alive(pgid) and time.monotonic() < deadline:
+            while group_alive(pgid) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            if not _group_alive(pgid):
+            if not group_alive(pgid):
                 break
         if proc.poll() is None:
             proc.kill()
@@ -378,13 +315,3 @@ class VLLMServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -23,14 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from .cards import Card
+from .cache import cache_root
 from .errors import TutorialError
 
 GENERATOR_VERSION = 2  # 2: planted next-token map (npu_tutorials.planted); 1: plain random
 MARKER = "STANDIN.json"
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("TUTORIAL_CACHE") or Path.home() / ".cache" / "npu-tutorials")
 
 
 @dataclass(frozen=True)

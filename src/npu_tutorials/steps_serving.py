@@ -16,7 +16,8 @@ from .errors import TutorialError
 from .isolated import run_group
 from .results import scrub
 from .schema import Benchmark, BenchConditions, Functional, OfflineExample, Server
-from .server import VLLMServer, tail
+from .processes import tail
+from .server import HOST, VLLMServer
 
 
 class ServingSteps:
@@ -65,7 +66,6 @@ class ServingSteps:
         return self.server
 
     def _argv(self, dtype: str) -> tuple[list[str], int, list[str]]:
-        from .tutorial import HOST
 
         port = self.port()
         extra = accuracy.RAW_LOGITS_FLAGS + self._extra
@@ -92,7 +92,6 @@ class ServingSteps:
                 env: dict[str, str] | None = None, model=None, label: str = "") -> VLLMServer:
         """Start a server in ``dtype``; ``graphs``: without --enforce-eager (graph mode), ``flags`` and
         ``env`` added, ``model`` instead of the served checkpoint (the tuning steps)."""
-        from .tutorial import HOST
 
         argv, port, changes = self._argv(dtype)
         if graphs:

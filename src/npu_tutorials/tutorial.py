@@ -31,7 +31,7 @@ from .progress import Progress
 from .scheduler import VISIBLE, lease_devices
 from .results import artifacts_dir, git_commit, now_utc, scrub, write_doc
 from .schema import Conditions, Device, Machine, Provenance, ResultsDoc, ServingCheckpoint, StepCost, WeightsInfo
-from .server import VLLMServer, check_port_free, free_port
+from .server import HOST, VLLMServer, check_port_free, free_port
 from .steps_accuracy import AccuracySteps
 from .steps_performance import PerformanceSteps
 from .steps_serving import ServingSteps
@@ -40,7 +40,6 @@ from .views import Views
 from .weights import Weights, resolve_weights, weights_mode
 
 PROFILES = ("full", "quick")
-HOST = "127.0.0.1"
 _ACTIVE: list["Tutorial"] = []
 
 
@@ -208,7 +207,7 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
         arch = self.card.architecture
         if arch in CONVERTED_ARCHS:
             from .convert import ensure_converted
-            from .reference import trim_memory
+            from .memory import trim_memory
 
             with self.step(f"convert {arch} to {CONVERTED_ARCHS[arch]}"):
                 self.serve_path = ensure_converted(w.path)

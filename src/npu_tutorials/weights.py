@@ -171,7 +171,7 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
         return None
     from .standin import ensure_standin
 
-    from .reference import trim_memory
+    from .memory import trim_memory
 
     info = ensure_standin(card, config=standin_config, progress=progress)
     trim_memory()  # building drew every tensor in this process
@@ -192,7 +192,8 @@ def checksum(path: Path) -> str:
     import hashlib
     import json
 
-    from .standin import cache_root, file_sha256
+    from .cache import cache_root
+    from .standin import file_sha256
 
     path = Path(path).resolve()
     listing = _listing(path)
