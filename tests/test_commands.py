@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import commands as C
-from npu_tutorials import deploy
-from npu_tutorials.bench import bench_args
-from npu_tutorials.cards import known_models, load_card
-from npu_tutorials.commands import all_shown_commands, deploy_rst, format_command, serve_env, server_argv
+from npu_tutorials.engine import commands as C
+from npu_tutorials.engine import deploy
+from npu_tutorials.engine.bench import bench_args
+from npu_tutorials.inputs.cards import known_models, load_card
+from npu_tutorials.site.deploy_page import serve_commands, deploy_rst
+from npu_tutorials.engine.commands import format_command, serve_env, server_argv
 from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,7 @@ def _unformat(text):
 @pytest.mark.parametrize("key", known_models())
 def test_copy_paste_serve_commands_parse(serve_parser, key):
     card = load_card(key)
-    shown = all_shown_commands(card)
+    shown = serve_commands(card)
     assert len(shown) >= 3 + 2 * 2  # a server per tab, and the multi-card recipes of the NPU and GPU tabs
     for argv in shown:
         args = serve_parser.parse_args(_as_server_args(argv))

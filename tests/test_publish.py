@@ -9,8 +9,8 @@ import pytest
 from docs import machine, make_doc, sweep_doc
 
 from npu_tutorials import sphinx_hooks
-from npu_tutorials.publish import publish_problems
-from npu_tutorials.results import write_doc
+from npu_tutorials.checks.publish import publish_problems
+from npu_tutorials.record.results import write_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 NPU = machine(backend="npu", device="Ascend910B3", n=8, vllm="0.23.0", vllm_ascend="0.23.0")
@@ -63,7 +63,7 @@ def test_unidentified_or_failed_runs_are_not_publishable(tmp_path):
 
 
 def test_a_checksum_the_card_lists_is_publishable(tmp_path, monkeypatch):
-    from npu_tutorials import cards
+    from npu_tutorials.inputs import cards
 
     local = _real_npu("qwen2.5-0.5b")
     local.provenance.weights.hub_id = local.provenance.weights.revision = None

@@ -12,18 +12,18 @@ from pathlib import Path
 
 
 from npu_tutorials import sphinx_hooks
-from npu_tutorials.site_check import NOT_EXECUTED_MARK, check
+from npu_tutorials.checks.site_check import NOT_EXECUTED_MARK, check
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CONF = f"""
 import sys
 sys.path.insert(0, {str(ROOT / 'src')!r})
-from npu_tutorials.sphinx_hooks import add_banners
+from npu_tutorials.site import add_banners
 extensions = ["sphinx_gallery.gen_gallery"]
 sphinx_gallery_conf = {{
     "examples_dirs": ["gallery"], "gallery_dirs": ["generated"], "filename_pattern": r"\\.py$",
-    "reset_modules": ("npu_tutorials.sphinx_hooks.reset_example",), "reset_modules_order": "both",
+    "reset_modules": ("npu_tutorials.site.teardown.reset_example",), "reset_modules_order": "both",
     "abort_on_example_error": False, "only_warn_on_example_error": False,
 }}
 def setup(app):
@@ -163,7 +163,7 @@ def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
 def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
     from docs import make_doc
 
-    from npu_tutorials.results import write_doc
+    from npu_tutorials.record.results import write_doc
 
     build = tmp_path / "b"
     good = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
@@ -181,7 +181,7 @@ def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
 
 def test_changing_one_card_reruns_only_its_tutorial(tmp_path, monkeypatch):
     """Each tutorial's digest covers its own card and weights, not the others'."""
-    from npu_tutorials import cards
+    from npu_tutorials.inputs import cards
 
     gallery = tmp_path / "g"
     gallery.mkdir()
@@ -227,7 +227,7 @@ def test_the_weights_are_part_of_the_digest(monkeypatch, tmp_path):
 def test_a_failed_tutorial_is_named_by_its_own_error_not_by_sphinx_s_bug_banner(tmp_path):
     """conf.py lets sphinx-gallery only warn; the build's check then names the page with the tutorial's
     own last error line.  Sphinx's "please report this to sphinx-doc" banner never appears."""
-    from npu_tutorials.site_check import failure_line
+    from npu_tutorials.checks.site_check import failure_line
 
     assert '"only_warn_on_example_error": True' in (ROOT / "conf.py").read_text()
     proj = _project(tmp_path)

@@ -10,10 +10,10 @@ import json
 import pytest
 import yaml
 
-from npu_tutorials import commands as C
-from npu_tutorials import knobs
-from npu_tutorials.cards import CARDS_DIR, Knob, known_models, load_card, load_card_file
-from npu_tutorials.errors import TutorialError
+from npu_tutorials.engine import commands as C
+from npu_tutorials.inputs import knobs
+from npu_tutorials.inputs.cards import CARDS_DIR, Knob, known_models, load_card, load_card_file
+from npu_tutorials.core.errors import TutorialError
 from conftest import require_vllm  # noqa: E402
 
 
