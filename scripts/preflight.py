@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Check the build's controls, model cards and weights before Sphinx starts.
+"""Check the build's TUTORIAL_* settings, model cards and weights before Sphinx starts.
 
 Each problem is reported as one line (exit 2), so a bad setting never
 surfaces as a traceback in the middle of a build.

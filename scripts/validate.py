@@ -3,7 +3,7 @@
 
   python scripts/validate.py MODEL          (e.g. palmyra-mini)
 
-Uses the same controls as the site (TUTORIAL_BACKEND, TUTORIAL_WEIGHTS,
+Uses the same TUTORIAL_* settings as the site (TUTORIAL_BACKEND, TUTORIAL_WEIGHTS,
 TUTORIAL_MODEL_PATH_<MODEL>); exits 0 when the server answered.
 """
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from npu_tutorials.engine import backend, bandwidth, commands, devices
+from npu_tutorials.site.deploy_page import deploy_rst
 from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.core.errors import TutorialError
 
@@ -212,7 +213,7 @@ def test_first_generation_qwen_is_converted_on_every_backend():
         assert commands.needs_conversion(card, kind)
         argv = commands.deploy_argv(card, kind)
         assert commands.converted_dir(card) in argv and "--trust-remote-code" not in argv
-    rst = commands.deploy_rst(card)
+    rst = deploy_rst(card)
     npu_tab = rst.split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
     assert "first-generation QWen is in no vllm-ascend support list or test" in npu_tab
     assert "scripts/convert_qwen.py" in npu_tab
@@ -878,7 +879,7 @@ def test_item10_the_build_and_the_reader_wait_for_a_first_graph_mode_start():
 
 def test_item11_qwen_1_8b_chat_text_says_what_the_pinned_image_carries():
     card = load_card("qwen-1_8b-chat")
-    texts = [commands.CONVERSION_WHY.format(arch=card.architecture), commands.deploy_rst(card),
+    texts = [commands.CONVERSION_WHY.format(arch=card.architecture), deploy_rst(card),
              (ROOT / "gallery" / "qwen_1_8b_chat.py").read_text().split('"""')[1]]
     from npu_tutorials.checks.e2e import e2e_config
 
@@ -924,7 +925,7 @@ def test_item12_e2e_config_uses_vllm_ascend_s_series_label_and_an_explicit_chat_
 
 def test_item12_the_multi_card_docker_line_is_vllm_ascend_s():
     card = load_card("qwen2.5-0.5b")
-    npu_tab = commands.deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
+    npu_tab = deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
     multi = npu_tab.split("**Several cards.**")[1]
     assert "--net=host" in multi and "-v /usr/local/Ascend/driver/tools/hccn_tool:" in multi
     assert "-p 800" not in multi.split("*One server per card")[0]  # host network: nothing to publish

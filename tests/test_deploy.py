@@ -32,6 +32,7 @@ import pytest
 
 from npu_tutorials.engine import commands as C
 from npu_tutorials.engine import deploy
+from npu_tutorials.site import deploy_page
 from npu_tutorials.inputs.cards import known_models, load_card
 from npu_tutorials.engine.processes import kill_with_parent
 from conftest import require_vllm  # noqa: E402
@@ -75,7 +76,7 @@ def test_write_generated_writes_every_deploy_section(tmp_path):
     written = write_generated(tmp_path)
     for key in known_models():
         p = tmp_path / "_generated" / key / "deploy.rst"
-        assert p in written and p.read_text() == deploy.deploy_rst(load_card(key))
+        assert p in written and p.read_text() == deploy_page.deploy_rst(load_card(key))
 
 
 @pytest.mark.parametrize("script", sorted((ROOT / "gallery").glob("*.py")), ids=lambda p: p.stem)

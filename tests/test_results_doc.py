@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from docs import machine, make_doc, sweep_doc
 
+from npu_tutorials.checks import recording
 from npu_tutorials.record import results
 from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.core.errors import TutorialError
@@ -79,7 +80,7 @@ def test_schema_page_is_generated_from_the_models():
 def test_record_stores_complete_runs_by_machine(tmp_path):
     build = tmp_path / "build"
     results.write_doc(make_doc(), build / "qwen2.5-0.5b.json")
-    out = results.record(build, tmp_path / "rec")
+    out = recording.record(build, tmp_path / "rec")
     assert [p.relative_to(tmp_path / "rec").as_posix() for p in out] == ["qwen2.5-0.5b/cpu-amd-epyc-2c-bf16.json"]
     assert results.recorded("qwen2.5-0.5b", tmp_path / "rec")[0] == make_doc()
 
@@ -91,9 +92,9 @@ def test_record_refuses_a_regressed_build_unless_told_why(tmp_path):
     results.write_doc(make_doc(throughput=50.0), build / "qwen2.5-0.5b.json")
     with pytest.raises(TutorialError, match=r"refusing to record a build that fails the regression gate .*"
                                             r"output throughput regressed.*REASON="):
-        results.record(build, rec)
+        recording.record(build, rec)
     assert results.recorded("qwen2.5-0.5b", rec)[0].results.benchmark.summary["output_throughput"] == 100.0
-    results.record(build, rec, reason="new kernels, slower on this CPU: accepted in PR 123")
+    recording.record(build, rec, reason="new kernels, slower on this CPU: accepted in PR 123")
     kept = results.recorded("qwen2.5-0.5b", rec)[0]
     assert kept.provenance.recorded_despite.startswith("new kernels, slower on this CPU: accepted in PR 123 (gate: ")
 
@@ -111,7 +112,7 @@ def test_an_unreadable_recording_is_left_out_with_one_line(tmp_path):
 def test_record_refuses_failed_and_uncommitted_runs(tmp_path, doc, why):
     results.write_doc(doc, tmp_path / "b" / "qwen2.5-0.5b.json")
     with pytest.raises(TutorialError, match=why):
-        results.record(tmp_path / "b", tmp_path / "rec")
+        recording.record(tmp_path / "b", tmp_path / "rec")
     assert not (tmp_path / "rec").exists()
 
 

@@ -260,7 +260,7 @@ def test_the_tuning_views_name_each_verdict_the_skipped_knobs_and_the_sources(np
 
 
 def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_build, monkeypatch, tmp_path):
-    from npu_tutorials.engine import deploy
+    from npu_tutorials.site import deploy_page
     from npu_tutorials.site.deploy_page import deploy_rst
     from npu_tutorials.record.results import write_doc
 
@@ -277,7 +277,7 @@ def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_buil
     assert ("The best combination this page measured, full decode graph + task queue level 1 + async scheduling, "
             "on Ascend910B3 x 1 on 2026-12-01 (full profile") in npu
     assert "export TASK_QUEUE_ENABLE=1" in npu and "--async-scheduling" in npu and "in place of step 4" in npu
-    tuned = deploy.serve_commands(card)[-1]  # parsed with vLLM's parser by tests/test_commands.py
+    tuned = deploy_page.serve_commands(card)[-1]  # parsed with vLLM's parser by tests/test_commands.py
     assert tuned[:3] == ["vllm", "serve", "./palmyra-mini"] and "--async-scheduling" in tuned
 
 
