@@ -8,11 +8,11 @@ ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.site.banners import add_banners
-from npu_tutorials.site.pages import always_reread_landing, fill_landing
-from npu_tutorials.site.build_plan import force_rerun, plan_build
-from npu_tutorials.site.rerun import invalidate_changed_tutorials
-from npu_tutorials.site.generated import write_generated
+from npu_tutorials.site.banners import add_banners  # noqa: E402
+from npu_tutorials.site.pages import always_reread_landing, fill_landing  # noqa: E402
+from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
+from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
+from npu_tutorials.site.generated import write_generated  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = f"""
 import sys
 sys.path.insert(0, {str(ROOT / 'src')!r})
-from npu_tutorials.site import add_banners
+from npu_tutorials.site.banners import add_banners
 extensions = ["sphinx_gallery.gen_gallery"]
 sphinx_gallery_conf = {{
     "examples_dirs": ["gallery"], "gallery_dirs": ["generated"], "filename_pattern": r"\\.py$",
