@@ -8,8 +8,11 @@ ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.sphinx_hooks import (add_banners, always_reread_landing, fill_landing,  # noqa: E402
-                                        force_rerun, invalidate_changed_tutorials, plan_build, write_generated)
+from npu_tutorials.site.banners import add_banners  # noqa: E402
+from npu_tutorials.site.pages import always_reread_landing, fill_landing  # noqa: E402
+from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
+from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
+from npu_tutorials.site.generated import write_generated  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -65,7 +68,7 @@ sphinx_gallery_conf = {
     "ignore_pattern": r"__init__\.py|/_",
     "capture_repr": ("_repr_html_", "__repr__"),
     "ignore_repr_types": r"matplotlib[a-z_.]*|NoneType",
-    "reset_modules": ("matplotlib", "npu_tutorials.sphinx_hooks.reset_example"),
+    "reset_modules": ("matplotlib", "npu_tutorials.site.teardown.reset_example"),
     "reset_modules_order": "both",
     "abort_on_example_error": False,
     # a failed tutorial is named by make html's own check, one line with its error (scripts/check_site.py),

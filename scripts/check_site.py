@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
-from npu_tutorials.site_check import check  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
+from npu_tutorials.checks.site_check import check  # noqa: E402
 
 
 def main() -> int:
@@ -35,11 +35,11 @@ def main() -> int:
         print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
               "check: every page is publishable (executed pages are complete, the others say they did not run)")
     if a.strict:  # the methods page's recorded controls: measured with today's check code and thresholds?
-        from npu_tutorials.methods import stale_controls
+        from npu_tutorials.checks.methods import stale_controls
 
         for line in stale_controls():
             print(f"check: stale record: {line}")
-    from npu_tutorials.publish import publish_problems, publish_target
+    from npu_tutorials.checks.publish import publish_problems, publish_target
 
     target = publish_target()
     if target:
@@ -50,7 +50,7 @@ def main() -> int:
             print(f"publish: every tutorial ran on {target} with real, identified weights")
         problems += pub
     if a.gate:
-        from npu_tutorials.site_check import gate_lines
+        from npu_tutorials.checks.site_check import gate_lines
 
         notes, regressions = gate_lines(Path(a.build_dir), only)
         for line in notes:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.errors import TutorialError, run_cli  # noqa: E402
+from npu_tutorials.core.errors import TutorialError, run_cli  # noqa: E402
 
 
 def main() -> int:
@@ -23,7 +23,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.dst.exists():
         raise TutorialError(f"{a.dst} already exists; give a new folder")
-    from npu_tutorials.convert import convert_checkpoint
+    from npu_tutorials.inputs.convert import convert_checkpoint
 
     out = convert_checkpoint(a.src, a.dst)
     print(f"converted {a.src} -> {out} (Qwen2ForCausalLM; serve it without --trust-remote-code)")

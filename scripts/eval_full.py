@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
 
 
 def main() -> int:

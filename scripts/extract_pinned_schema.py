@@ -1,7 +1,7 @@
 """Write ``src/npu_tutorials/data/pinned/schema.json``: what the pinned vLLM and vllm-ascend accept.
 
 The tuning knobs of the model cards (``tuning.knobs``) are checked against this extract when a card is
-loaded (:mod:`npu_tutorials.knobs`), so a flag, a ``--compilation-config`` key or an ``--additional-config``
+loaded (:mod:`npu_tutorials.inputs.knobs`), so a flag, a ``--compilation-config`` key or an ``--additional-config``
 key that the pinned release renamed or removed fails at once, on any machine, with no network.
 
 Everything is read from source, never typed by hand:

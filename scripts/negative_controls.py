@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
 
 
 def main() -> int:
@@ -39,14 +39,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the perturbation noise")
     a = ap.parse_args()
 
-    from npu_tutorials import accuracy, controls
-    from npu_tutorials.backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype
-    from npu_tutorials.cards import known_models, load_card
-    from npu_tutorials.commands import CONVERTED_ARCHS, build_env, server_argv
-    from npu_tutorials.errors import TutorialError
-    from npu_tutorials.results import git_commit, now_utc
-    from npu_tutorials.server import VLLMServer, free_port
-    from npu_tutorials.standin import ensure_standin, tiny_config
+    from npu_tutorials.measure import accuracy
+    from npu_tutorials.checks import controls
+    from npu_tutorials.engine.backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype
+    from npu_tutorials.inputs.cards import known_models, load_card
+    from npu_tutorials.engine.commands import CONVERTED_ARCHS, build_env, server_argv
+    from npu_tutorials.core.errors import TutorialError
+    from npu_tutorials.record.results import git_commit, now_utc
+    from npu_tutorials.engine.server import VLLMServer, free_port
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
     models = a.models or known_models()
     families = tuple(a.families.split(",")) if a.families else tuple(controls.FAMILIES)
@@ -64,7 +65,7 @@ def main() -> int:
         info = ensure_standin(card, config=tiny_config(card.config), label="tiny")
         right = info.path
         if card.architecture in CONVERTED_ARCHS:
-            from npu_tutorials.convert import ensure_converted
+            from npu_tutorials.inputs.convert import ensure_converted
 
             right = ensure_converted(right)
         served = engine_dtype(card.serve.dtype, backend, env.device_name, env.soc_version)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Check the build's controls, model cards and weights before Sphinx starts.
+"""Check the build's TUTORIAL_* settings, model cards and weights before Sphinx starts.
 
 Each problem is reported as one line (exit 2), so a bad setting never
 surfaces as a traceback in the middle of a build.
@@ -11,19 +11,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.backend import check_npu_image, detect_backend  # noqa: E402
-from npu_tutorials.cards import known_models, load_card  # noqa: E402
-from npu_tutorials.errors import TutorialError, run_cli  # noqa: E402
-from npu_tutorials.gallery_index import tutorials  # noqa: E402
-from npu_tutorials.results import known_commit  # noqa: E402
+from npu_tutorials.engine.backend import check_npu_image, detect_backend  # noqa: E402
+from npu_tutorials.inputs.cards import known_models, load_card  # noqa: E402
+from npu_tutorials.core.errors import TutorialError, run_cli  # noqa: E402
+from npu_tutorials.inputs.gallery_index import tutorials  # noqa: E402
+from npu_tutorials.record.results import known_commit  # noqa: E402
 from npu_tutorials.tutorial import choose_port, select_profile  # noqa: E402
-from npu_tutorials.weights import resolve_weights, weights_mode  # noqa: E402
+from npu_tutorials.inputs.weights import resolve_weights, weights_mode  # noqa: E402
 
 
 def main() -> int:
     for key in known_models():
         load_card(key)  # every card must be valid, not only the selected ones
-    from npu_tutorials.publish import publish_target
+    from npu_tutorials.checks.publish import publish_target
 
     target = publish_target()
     if target:  # every page and shard of a published site names the commit it was built from

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
 
 
 def main() -> int:
@@ -25,8 +25,8 @@ def main() -> int:
     ap.add_argument("--reason", default=os.environ.get("REASON", ""),
                     help="why a build that fails the regression gate becomes the baseline (make record REASON=...)")
     a = ap.parse_args()
-    from npu_tutorials.gallery_index import tutorials
-    from npu_tutorials.results import record
+    from npu_tutorials.inputs.gallery_index import tutorials
+    from npu_tutorials.checks.recording import record
 
     only = os.environ.get("TUTORIAL_ONLY", "")
     models = list(tutorials(only=only).values()) if only else None

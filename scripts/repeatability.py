@@ -5,9 +5,9 @@
   python scripts/repeatability.py qwen2.5-0.5b --tiny --runs 2 --out-dir /tmp/x    # the test stand-in
 
 Each run is an independent build of the figures the regression gate compares
-(:func:`npu_tutorials.headline.headline_figures`): a fresh ``Tutorial`` of the
+(:func:`npu_tutorials.record.headline.headline_figures`): a fresh ``Tutorial`` of the
 card, its weights, its own server, then the steps its page runs for those
-figures (:func:`npu_tutorials.headline.gated_steps`: the benchmark at the
+figures (:func:`npu_tutorials.record.headline.gated_steps`: the benchmark at the
 report's conditions with the card's repeats, or the concurrency sweep and the
 roofline), in a scratch build folder.  Writes
 ``repeatability-<model>-<machine slug>.json``: every run's headline figures,
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
 
 
 def main() -> int:
@@ -38,18 +38,18 @@ def main() -> int:
     ap.add_argument("--out-dir", type=Path, default=ROOT / "results" / "methods")
     a = ap.parse_args()
 
-    from npu_tutorials import gate
-    from npu_tutorials.cards import load_card
-    from npu_tutorials.errors import TutorialError
-    from npu_tutorials.headline import gated_steps, headline_figures
-    from npu_tutorials.results import git_commit, now_utc
-    from npu_tutorials.weights import local_path_var
+    from npu_tutorials.checks import gate
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.core.errors import TutorialError
+    from npu_tutorials.record.headline import gated_steps, headline_figures
+    from npu_tutorials.record.results import git_commit, now_utc
+    from npu_tutorials.inputs.weights import local_path_var
 
     if a.runs < 2:
         raise TutorialError("--runs must be at least 2 (noise is a difference between runs)")
     card = load_card(a.model)
     if a.tiny:
-        from npu_tutorials.standin import ensure_standin, tiny_config
+        from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
         os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
                                                               label="tiny").path)

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from npu_tutorials.errors import TutorialError, run_cli  # noqa: E402
+from npu_tutorials.core.errors import TutorialError, run_cli  # noqa: E402
 
 GALLERY_OUT = ROOT / "docs" / "source" / "tutorials" / "models"
 
@@ -27,13 +27,13 @@ def main() -> int:
     ap.add_argument("--shards", type=Path, help="folder of shard-k-of-N.tar.gz archives (assemble)")
     ap.add_argument("--build-dir", type=Path, default=ROOT / "_build")
     a = ap.parse_args()
-    from npu_tutorials import shards
-    from npu_tutorials.results import git_commit
+    from npu_tutorials.site import shards
+    from npu_tutorials.record.results import git_commit
 
     downloads, results = GALLERY_OUT / "data", a.build_dir / "results"
     if a.action == "pack":
-        from npu_tutorials.backend import detect_backend
-        from npu_tutorials.selection import build_hardware, select
+        from npu_tutorials.engine.backend import detect_backend
+        from npu_tutorials.site.selection import build_hardware, select
 
         if not a.shard:
             raise TutorialError("pack needs SHARD=k/N (the shard this build executed)")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
 
 
 def main() -> int:
@@ -23,10 +23,10 @@ def main() -> int:
     ap.add_argument("model", help="model key, e.g. qwen2.5-0.5b")
     a = ap.parse_args()
 
-    from npu_tutorials.backend import detect_backend
-    from npu_tutorials.cards import load_card
-    from npu_tutorials.commands import build_env, deploy_argv, format_command, serve_env, server_argv
-    from npu_tutorials.weights import resolve_weights
+    from npu_tutorials.engine.backend import detect_backend
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.engine.commands import build_env, deploy_argv, format_command, serve_env, server_argv
+    from npu_tutorials.inputs.weights import resolve_weights
 
     card = load_card(a.model)
     if a.action == "card":
@@ -39,8 +39,9 @@ def main() -> int:
         w = resolve_weights(card)
         print(w.label())
         if a.action == "serve":
-            from npu_tutorials.server import VLLMServer
-            from npu_tutorials.tutorial import HOST, choose_port
+            from npu_tutorials.engine.server import VLLMServer
+            from npu_tutorials.engine.server import HOST
+            from npu_tutorials.tutorial import choose_port
 
             port = choose_port()
             argv = server_argv(card, w.path, backend, host=HOST, port=port)

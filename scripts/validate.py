@@ -3,7 +3,7 @@
 
   python scripts/validate.py MODEL          (e.g. palmyra-mini)
 
-Uses the same controls as the site (TUTORIAL_BACKEND, TUTORIAL_WEIGHTS,
+Uses the same TUTORIAL_* settings as the site (TUTORIAL_BACKEND, TUTORIAL_WEIGHTS,
 TUTORIAL_MODEL_PATH_<MODEL>); exits 0 when the server answered.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.errors import run_cli  # noqa: E402
+from npu_tutorials.core.errors import run_cli  # noqa: E402
 
 
 def main() -> int:

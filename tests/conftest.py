@@ -33,7 +33,7 @@ def shared_ref() -> Path:
 
 @pytest.fixture(scope="session")
 def card():
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.inputs.cards import load_card
 
     return load_card("qwen2.5-0.5b")
 
@@ -41,7 +41,7 @@ def card():
 @pytest.fixture(scope="session")
 def tiny(card):
     """A tiny stand-in of the Qwen2 architecture (2 layers, head_dim 64, the real tokenizer)."""
-    from npu_tutorials.standin import ensure_standin, tiny_config
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
     return ensure_standin(card, config=tiny_config(card.config), label="tiny")
 
@@ -52,8 +52,8 @@ ENGINE_HOST = "127.0.0.1"
 
 def tiny_server(card, path, tmp: Path, extra=(), **kw):
     """A VLLMServer (not started) for ``path`` on the CPU, as the tests run it."""
-    from npu_tutorials.commands import build_env, server_argv
-    from npu_tutorials.server import VLLMServer, free_port
+    from npu_tutorials.engine.commands import build_env, server_argv
+    from npu_tutorials.engine.server import VLLMServer, free_port
 
     port = kw.pop("port", None) or free_port()
     argv = server_argv(card, path, "cpu", host=ENGINE_HOST, port=port, extra=list(extra))
@@ -65,8 +65,8 @@ def tiny_server(card, path, tmp: Path, extra=(), **kw):
 def raw_server(card, tiny, tmp_path_factory):
     """The right checkpoint served with full-vocabulary raw logits (one engine for the whole session)."""
     require_vllm()
-    from npu_tutorials import accuracy
-    from npu_tutorials.server import _group_alive
+    from npu_tutorials.measure import accuracy
+    from npu_tutorials.engine.processes import group_alive
 
     srv = tiny_server(card, tiny.path, tmp_path_factory.mktemp("raw-server"),
                       accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
@@ -75,13 +75,13 @@ def raw_server(card, tiny, tmp_path_factory):
     pgid = srv.proc.pid if srv.proc else None
     rpc = srv._rpc_dir
     srv.stop()
-    assert pgid is None or not _group_alive(pgid)
+    assert pgid is None or not group_alive(pgid)
     assert rpc is None or not Path(rpc).exists(), f"the engine's socket directory {rpc} was left behind"
 
 
 @pytest.fixture(scope="session")
 def tiny_spec(tiny):
-    from npu_tutorials.controls import combined_spec, trimmed
+    from npu_tutorials.checks.controls import combined_spec, trimmed
 
     gen = json.loads((tiny.path / "generation_config.json").read_text())
     eos = gen["eos_token_id"]
@@ -92,7 +92,7 @@ def tiny_spec(tiny):
 def raw_results(raw_server, card, tiny, tiny_spec):
     """Every check of ``tiny_spec`` with the right checkpoint (raw logits): the baseline the
     log-probability run and the negative controls are compared with."""
-    from npu_tutorials.controls import run_checks
+    from npu_tutorials.checks.controls import run_checks
 
     return run_checks(raw_server, card.serve.served_model_name, tiny.path, tiny_spec, card.vocab_size,
                       keep_reports=True)

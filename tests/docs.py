@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from npu_tutorials.schema import (Benchmark, BenchConditions, Check, ConcurrencyPoint, Conditions, Device,
-                                  LogitsAgreement, Histogram, Machine, Provenance, ResultsDoc, Server, Stat,
-                                  WeightsInfo)
+from npu_tutorials.record.schema import (Benchmark, BenchConditions, Check, ConcurrencyPoint, Conditions, Device,
+                                         LogitsAgreement, Histogram, Machine, Provenance, ResultsDoc, Server, Stat,
+                                         WeightsInfo)
 
 
 def machine(backend="cpu", device="AMD EPYC", bf16=True, vllm="0.32.0", **kw) -> Machine:

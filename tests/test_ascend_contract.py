@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import backend, bandwidth, commands, devices
-from npu_tutorials.cards import load_card
-from npu_tutorials.errors import TutorialError
+from npu_tutorials.engine import backend, bandwidth, commands, devices
+from npu_tutorials.site.deploy_page import deploy_rst
+from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.core.errors import TutorialError
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "fakes"
@@ -212,7 +213,7 @@ def test_first_generation_qwen_is_converted_on_every_backend():
         assert commands.needs_conversion(card, kind)
         argv = commands.deploy_argv(card, kind)
         assert commands.converted_dir(card) in argv and "--trust-remote-code" not in argv
-    rst = commands.deploy_rst(card)
+    rst = deploy_rst(card)
     npu_tab = rst.split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
     assert "first-generation QWen is in no vllm-ascend support list or test" in npu_tab
     assert "scripts/convert_qwen.py" in npu_tab
@@ -501,7 +502,7 @@ def _known_controls() -> set[str]:
 
 
 def _check_var(name: str, known: set[str]) -> None:
-    from npu_tutorials.cards import known_models
+    from npu_tutorials.inputs.cards import known_models
 
     if name.startswith("TUTORIAL_MODEL_PATH_") and "TUTORIAL_MODEL_PATH_<MODEL>" in known:
         assert name[len("TUTORIAL_MODEL_PATH_"):] in {load_card(k).env_suffix for k in known_models()}, name
@@ -548,7 +549,7 @@ def test_every_command_on_the_runner_page_is_real():
 
 
 def test_the_runner_page_includes_the_generated_docker_line(tmp_path):
-    from npu_tutorials.sphinx_hooks import write_generated
+    from npu_tutorials.site.generated import write_generated
 
     md = RUNNER_MD.read_text()
     assert ("{include}", "") in [(lang, body.strip()) for lang, body in _blocks(md)]
@@ -598,7 +599,7 @@ def _shard_containers(wf: dict) -> list[dict]:
 
 
 def _family_of(runs_on: list[str]):
-    from npu_tutorials.devices import NPU_FAMILIES
+    from npu_tutorials.engine.devices import NPU_FAMILIES
 
     [family] = [f for f in NPU_FAMILIES if f.runner_label in runs_on]
     return family
@@ -695,7 +696,7 @@ def test_actionlint_passes_on_the_workflows():
     assert p.returncode == 0, p.stdout + p.stderr
     import yaml
 
-    from npu_tutorials.devices import NPU_FAMILIES
+    from npu_tutorials.engine.devices import NPU_FAMILIES
 
     labels = set(yaml.safe_load(config.read_text())["self-hosted-runner"]["labels"])
     assert labels == {"ascend-npu"} | {f.runner_label for f in NPU_FAMILIES}
@@ -707,7 +708,7 @@ def test_actionlint_passes_on_the_workflows():
 
 def test_device_work_runs_in_a_child_that_preloads_torch_npu_and_has_exited(ascend):
     """How the transformers baseline runs on the NPU: its own process, torch_npu imported first."""
-    from npu_tutorials import isolated
+    from npu_tutorials.engine import isolated
 
     pid = isolated.call("os:getpid", preload=["torch_npu"], timeout=120)
     assert pid != os.getpid() and (pid, "import torch_npu") in ascend.calls()
@@ -747,9 +748,9 @@ def test_item1_each_family_s_image_matches_only_its_own_chips(key):
 
 
 def test_item1_the_copy_paste_set_and_the_runner_guide_name_the_image_per_family(tmp_path):
-    from npu_tutorials.deploy import targets
-    from npu_tutorials.runner_page import families_md
-    from npu_tutorials.sphinx_hooks import write_generated
+    from npu_tutorials.engine.deploy import targets
+    from npu_tutorials.site.runner_page import families_md
+    from npu_tutorials.site.generated import write_generated
 
     text = targets("npu")
     assert "```{include} _generated/runner_families.md\n```" in RUNNER_MD.read_text()
@@ -773,8 +774,8 @@ def test_item2_and_3_the_runner_guide_says_how_two_runners_share_a_host():
 
 
 def test_item5_an_unknown_commit_stops_a_published_build_and_is_never_equal_to_itself(tmp_path):
-    from npu_tutorials import shards
-    from npu_tutorials.results import UNKNOWN_COMMIT, known_commit
+    from npu_tutorials.site import shards
+    from npu_tutorials.record.results import UNKNOWN_COMMIT, known_commit
 
     # git cannot read the checkout (in a container job: "dubious ownership"; here: no repository at GIT_DIR)
     env = {**os.environ, "TUTORIAL_PUBLISH": "npu", "GIT_DIR": str(tmp_path / "no-repo")}
@@ -865,8 +866,8 @@ def test_every_fake_cites_the_real_file_it_follows():
 def test_item10_the_build_and_the_reader_wait_for_a_first_graph_mode_start():
     import inspect
 
-    from npu_tutorials.deploy import steps
-    from npu_tutorials.server import ENGINE_READY_TIMEOUT_S, VLLMServer
+    from npu_tutorials.engine.deploy import steps
+    from npu_tutorials.engine.server import ENGINE_READY_TIMEOUT_S, VLLMServer
 
     assert ENGINE_READY_TIMEOUT_S == 1800  # VLLM_ENGINE_READY_TIMEOUT_S of vllm-ascend's nightly CI
     assert inspect.signature(VLLMServer).parameters["startup_timeout"].default == ENGINE_READY_TIMEOUT_S
@@ -878,9 +879,9 @@ def test_item10_the_build_and_the_reader_wait_for_a_first_graph_mode_start():
 
 def test_item11_qwen_1_8b_chat_text_says_what_the_pinned_image_carries():
     card = load_card("qwen-1_8b-chat")
-    texts = [commands.CONVERSION_WHY.format(arch=card.architecture), commands.deploy_rst(card),
+    texts = [commands.CONVERSION_WHY.format(arch=card.architecture), deploy_rst(card),
              (ROOT / "gallery" / "qwen_1_8b_chat.py").read_text().split('"""')[1]]
-    from npu_tutorials.e2e import e2e_config
+    from npu_tutorials.checks.e2e import e2e_config
 
     texts.append(e2e_config(card))
     for t in texts:
@@ -910,7 +911,7 @@ def test_item12_the_build_never_autoloads_torch_npu():
 def test_item12_e2e_config_uses_vllm_ascend_s_series_label_and_an_explicit_chat_template():
     import yaml
 
-    from npu_tutorials.e2e import e2e_config
+    from npu_tutorials.checks.e2e import e2e_config
 
     from docs import machine, make_doc  # tests/docs.py (conftest puts tests/ on sys.path)
 
@@ -924,7 +925,7 @@ def test_item12_e2e_config_uses_vllm_ascend_s_series_label_and_an_explicit_chat_
 
 def test_item12_the_multi_card_docker_line_is_vllm_ascend_s():
     card = load_card("qwen2.5-0.5b")
-    npu_tab = commands.deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
+    npu_tab = deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
     multi = npu_tab.split("**Several cards.**")[1]
     assert "--net=host" in multi and "-v /usr/local/Ascend/driver/tools/hccn_tool:" in multi
     assert "-p 800" not in multi.split("*One server per card")[0]  # host network: nothing to publish

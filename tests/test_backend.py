@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import backend, bandwidth, devices, isolated
-from npu_tutorials.errors import TutorialError
+from npu_tutorials.engine import backend, bandwidth, devices, isolated
+from npu_tutorials.core.errors import TutorialError
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "fakes"
@@ -71,7 +71,7 @@ def test_detection_asks_a_child_process_not_this_one(plain_host, poisoned_torch_
     monkeypatch.setattr(isolated, "call", lambda target, *a, **k: calls.append(target) or
                         {"count": 2, "devices": [], "soc_version": 223})
     assert backend.detect_backend("auto") == "npu"
-    assert calls == ["npu_tutorials.devices:npu_probe"]
+    assert calls == ["npu_tutorials.engine.devices:npu_probe"]
 
 
 def test_npu_requested_but_probe_fails(plain_host, poisoned_torch_npu, monkeypatch):
@@ -192,7 +192,7 @@ def test_host_threads_follows_the_affinity_not_omp(monkeypatch):
 
 @pytest.mark.skipif(not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2, reason="needs taskset, 2 cores")
 def test_host_threads_in_a_pinned_process():
-    code = "from npu_tutorials.backend import host_threads; print(host_threads())"
+    code = "from npu_tutorials.engine.backend import host_threads; print(host_threads())"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
     first = min(os.sched_getaffinity(0))
     out = subprocess.run(["taskset", "-c", str(first), sys.executable, "-c", code], env=env,

@@ -2,8 +2,8 @@
 import pytest
 import yaml
 
-from npu_tutorials.cards import CARDS_DIR, known_models, load_card, load_card_file
-from npu_tutorials.errors import TutorialError
+from npu_tutorials.inputs.cards import CARDS_DIR, known_models, load_card, load_card_file
+from npu_tutorials.core.errors import TutorialError
 
 
 def test_every_shipped_card_is_valid():

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from docs import make_doc
 
-from npu_tutorials.results import write_doc
+from npu_tutorials.record.results import write_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "check_site.py")

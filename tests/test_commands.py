@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import commands as C
-from npu_tutorials import deploy
-from npu_tutorials.bench import bench_args
-from npu_tutorials.cards import known_models, load_card
-from npu_tutorials.commands import all_shown_commands, deploy_rst, format_command, serve_env, server_argv
+from npu_tutorials.engine import commands as C
+from npu_tutorials.engine import deploy
+from npu_tutorials.inputs import knobs
+from npu_tutorials.engine.bench import bench_args
+from npu_tutorials.inputs.cards import known_models, load_card
+from npu_tutorials.site.deploy_page import serve_commands, deploy_rst
+from npu_tutorials.engine.commands import format_command, serve_env, server_argv
 from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +67,7 @@ def _unformat(text):
 @pytest.mark.parametrize("key", known_models())
 def test_copy_paste_serve_commands_parse(serve_parser, key):
     card = load_card(key)
-    shown = all_shown_commands(card)
+    shown = serve_commands(card)
     assert len(shown) >= 3 + 2 * 2  # a server per tab, and the multi-card recipes of the NPU and GPU tabs
     for argv in shown:
         args = serve_parser.parse_args(_as_server_args(argv))
@@ -152,9 +154,9 @@ def test_npu_commands_use_nothing_vllm_ascend_ignores_or_refuses(key):
     env = deploy.shown_env(card)["npu"]
     npu = [deploy.serve_argv(card, "npu", deploy.reader_place(card))] + [r.argv for r in deploy.multi_card(card, "npu")]
     for argv in npu:
-        assert C.ascend_contract_problems(argv, env) == [], argv
+        assert knobs.ascend_contract_problems(argv, env) == [], argv
     for r in deploy.multi_card(card, "npu"):
-        assert C.ascend_contract_problems(r.argv, r.env) == []
+        assert knobs.ascend_contract_problems(r.argv, r.env) == []
     # and the environment the NPU tab exports (the env step) carries no CPU-backend setting
     assert "VLLM_CPU_KVCACHE_SPACE" not in deploy.env_text(card, "npu")
 
@@ -162,20 +164,20 @@ def test_npu_commands_use_nothing_vllm_ascend_ignores_or_refuses(key):
 def test_the_contract_check_catches_what_vllm_ascend_would_not_honour():
     argv = ["vllm", "serve", "./m", "--additional-config", json.dumps({"enable_flashcomm1": True, "nonsense": 1}),
             "--numa-bind", "--logprobs-mode", "raw_logits", "--quantization=fp8"]
-    problems = C.ascend_contract_problems(argv, {"ASCEND_LAUNCH_BLOCKING": "1", "VLLM_CPU_KVCACHE_SPACE": "4"})
+    problems = knobs.ascend_contract_problems(argv, {"ASCEND_LAUNCH_BLOCKING": "1", "VLLM_CPU_KVCACHE_SPACE": "4"})
     assert any("'nonsense'" in p for p in problems) and not any("enable_flashcomm1" in p for p in problems)
     assert any(p.startswith("--numa-bind:") for p in problems) and any(p.startswith("--logprobs-mode") for p in problems)
     assert any("fp8" in p for p in problems) and any("ASCEND_LAUNCH_BLOCKING=1" in p for p in problems)
     assert any(p.startswith("VLLM_CPU_KVCACHE_SPACE") for p in problems)
     # eager mode is what ASCEND_LAUNCH_BLOCKING=1 needs; --additional-config=JSON is read too
-    assert C.ascend_contract_problems(["vllm", "serve", "./m", "--enforce-eager",
+    assert knobs.ascend_contract_problems(["vllm", "serve", "./m", "--enforce-eager",
                                        "--additional-config={\"refresh\": true}"], {"ASCEND_LAUNCH_BLOCKING": "1"}) == []
 
 
 def test_the_flags_vllm_ascend_ignores_are_real_vllm_flags(serve_parser):
     """The list names flags of vLLM's own parser (so a check against it means something)."""
     known = set(serve_parser._option_string_actions)
-    missing = [f for f in C.VLLM_ASCEND_IGNORED_FLAGS if f not in known]
+    missing = [f for f in knobs.VLLM_ASCEND_IGNORED_FLAGS if f not in known]
     assert missing == [], f"not flags of this vLLM: {missing}"
     assert "--additional-config" in known and "--quantization" in known
 

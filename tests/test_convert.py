@@ -6,10 +6,10 @@ import shutil
 import numpy as np
 import pytest
 
-from npu_tutorials.cards import load_card
-from npu_tutorials.convert import check_qwen_checkpoint, convert_checkpoint, ensure_converted
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.standin import ensure_standin, tiny_config
+from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.inputs.convert import check_qwen_checkpoint, convert_checkpoint, ensure_converted
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_logits_equal_an_independent_qwen_forward(qwen_tiny, converted, text):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from npu_tutorials.qwen_forward import load_qwen, qwen_logits
+    from npu_tutorials.measure.qwen_forward import load_qwen, qwen_logits
 
     tok = AutoTokenizer.from_pretrained(converted)
     model = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32).eval()
@@ -67,7 +67,7 @@ def test_logits_equal_an_independent_qwen_forward(qwen_tiny, converted, text):
 
 def test_independent_forward_is_sensitive(qwen_tiny):
     """The exactness test can fail: swapping w1 and w2 changes the logits."""
-    from npu_tutorials.qwen_forward import load_qwen, qwen_logits
+    from npu_tutorials.measure.qwen_forward import load_qwen, qwen_logits
 
     cfg, w = load_qwen(qwen_tiny.path)
     ids = [9707, 11, 1128, 374]
@@ -89,8 +89,8 @@ def test_converted_tokenizer_equals_tiktoken(converted, qwen_tiny, text):
     import tiktoken
     from transformers import AutoTokenizer
 
-    from npu_tutorials.convert import QWEN_SPECIAL
-    from npu_tutorials.tokenizer import QWEN_PATTERN, load_ranks
+    from npu_tutorials.inputs.convert import QWEN_SPECIAL
+    from npu_tutorials.inputs.tokenizer import QWEN_PATTERN, load_ranks
 
     enc = tiktoken.Encoding("qwen", pat_str=QWEN_PATTERN, mergeable_ranks=load_ranks(str(qwen_tiny.path / "qwen.tiktoken")),
                             special_tokens={t: 151643 + i for i, t in enumerate(QWEN_SPECIAL)})

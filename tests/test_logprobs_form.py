@@ -15,8 +15,8 @@ from conftest import require_vllm  # noqa: E402
 
 require_vllm()
 
-from npu_tutorials import accuracy, metrics, reference  # noqa: E402
-from npu_tutorials.controls import run_checks  # noqa: E402
+from npu_tutorials.measure import accuracy, metrics, reference  # noqa: E402
+from npu_tutorials.checks.controls import run_checks  # noqa: E402
 
 pytestmark = pytest.mark.engine
 
@@ -89,7 +89,7 @@ def test_verdicts_agree_with_the_raw_logits_run(raw_results, lp_results):
 
 
 def test_greedy_rows_measure_their_error_in_the_engines_form(lp_server, card, tiny):
-    from npu_tutorials.consistency import text_consistency
+    from npu_tutorials.measure.consistency import text_consistency
 
     rows = text_consistency(lp_server, card.serve.served_model_name, tiny.path, ["Hello, how are you?"], 4,
                             chat=False)

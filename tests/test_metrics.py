@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from npu_tutorials import metrics
+from npu_tutorials.measure import metrics
 
 
 def test_identical_vectors():
@@ -144,7 +144,7 @@ def test_an_exact_tie_at_the_engines_top_is_a_tie_never_a_flip():
     sampler).  The row, the summary and the verdict all read a tie that way."""
     import numpy as np
 
-    from npu_tutorials.accuracy import LogitsReport
+    from npu_tutorials.measure.accuracy import LogitsReport
 
     rng = np.random.default_rng(0)
     ref = rng.normal(size=1000)

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from npu_tutorials import controls, metrics
+from npu_tutorials.checks import controls
+from npu_tutorials.measure import metrics
 
 # The wrong checkpoint: every MLP tensor of the tiny planted stand-in perturbed by rel x its RMS.  The
 # recorded ladders (results/methods/negative-controls-*.json, scripts/negative_controls.py) give each
@@ -57,7 +58,7 @@ def test_perturbation_names_and_refusals(tiny, tmp_path):
     assert controls.down_proj_name({"num_hidden_layers": 2, "kv_channels": 64}, 1) == "transformer.h.1.mlp.c_proj.weight"
     with pytest.raises(ValueError):
         controls.down_proj_name({"num_hidden_layers": 2}, 2)
-    from npu_tutorials.errors import TutorialError
+    from npu_tutorials.core.errors import TutorialError
 
     with pytest.raises(TutorialError, match="no tensor"):
         controls.perturb_checkpoint(tiny.path, tmp_path / "x", rel=0.1, tensor="model.nothing.weight")
@@ -80,7 +81,7 @@ def wrong(card, tiny, tmp_path_factory):
 
     require_vllm()
 
-    from npu_tutorials import accuracy
+    from npu_tutorials.measure import accuracy
 
     tmp = tmp_path_factory.mktemp("wrong")
     meta = controls.perturb_checkpoint(tiny.path, tmp / "ckpt", rel=WRONG_REL, family=WRONG_FAMILY)
@@ -106,7 +107,7 @@ def test_a_wrong_checkpoint_fails_every_check(check, raw_results, wrong_results)
 @pytest.mark.engine
 def test_the_log_probability_comparison_fails_too(wrong, card, tiny, tiny_spec):
     """What vllm-ascend returns (log-probabilities) of the wrong checkpoint fails the same thresholds."""
-    from npu_tutorials import accuracy, reference
+    from npu_tutorials.measure import accuracy, reference
 
     srv, _ = wrong
     t = tiny_spec.logits.thresholds.model_dump()
@@ -129,10 +130,10 @@ def test_the_log_probability_comparison_fails_too(wrong, card, tiny, tiny_spec):
 @pytest.mark.engine
 def test_killed_during_a_benchmark(wrong, card, tiny, tmp_path):
     """SIGKILL (as the OOM killer would) while `vllm bench serve` runs: one TutorialError names it."""
-    from npu_tutorials.bench import run_serving_benchmark
-    from npu_tutorials.cards import BenchProfile
-    from npu_tutorials.errors import TutorialError
-    from npu_tutorials.server import _group_alive
+    from npu_tutorials.engine.bench import run_serving_benchmark
+    from npu_tutorials.inputs.cards import BenchProfile
+    from npu_tutorials.core.errors import TutorialError
+    from npu_tutorials.engine.processes import group_alive
 
     srv, _ = wrong
     pgid = srv.proc.pid
@@ -166,7 +167,7 @@ def test_killed_during_a_benchmark(wrong, card, tiny, tmp_path):
     assert msg.startswith("the vLLM server died during the serving benchmark (killed by signal SIGKILL)")
     log_lines = [ln for ln in srv.log_path.read_text(errors="replace").splitlines() if ln.strip()]
     assert str(srv.log_path) in msg and any(ln in msg for ln in log_lines[-30:])  # the log's own tail
-    assert not _group_alive(pgid)  # its engine workers were stopped too
+    assert not group_alive(pgid)  # its engine workers were stopped too
     assert not srv.running and srv.exited()
     # later requests, and an exception from another client library inside a step, name the same death
     with pytest.raises(TutorialError, match=r"died during the serving benchmark \(killed by signal SIGKILL\)"):
@@ -184,9 +185,9 @@ def test_the_script_records_a_cards_ladder(tmp_path):
     """scripts/negative_controls.py on one card: its own checks PASS on its right (tiny, planted) checkpoint
     and FAIL at the rung asked for, and the record carries today's check digest (so make check would not
     call it stale).  The recorded ladders of every card are results/methods/negative-controls-*.json."""
-    from npu_tutorials.cards import load_card
-    from npu_tutorials.controls import check_digest, spec_for_card
-    from npu_tutorials.methods import stale_controls
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.checks.controls import check_digest, spec_for_card
+    from npu_tutorials.checks.methods import stale_controls
 
     root = Path(__file__).resolve().parents[1]
     p = subprocess.run([sys.executable, "scripts/negative_controls.py", "qwen2.5-0.5b", "--out-dir", str(tmp_path),

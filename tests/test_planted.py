@@ -5,10 +5,10 @@ palmyra-mini's untied head, Qwen3's q/k norms and explicit head_dim), determinis
 import numpy as np
 import pytest
 
-from npu_tutorials import planted
-from npu_tutorials.cards import load_card
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.standin import ensure_standin, tiny_config
+from npu_tutorials.inputs import planted
+from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
 PROMPT = [785, 6722, 315, 9625, 374, 12095, 13, 220, 31935, 64559, 99243, 101037]
 
@@ -58,7 +58,7 @@ def _forward(path, ids, dtype):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from npu_tutorials.reference import quiet_transformers
+    from npu_tutorials.measure.reference import quiet_transformers
 
     quiet_transformers()
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).eval()
@@ -72,7 +72,7 @@ def test_the_engine_dtype_keeps_every_planted_decision(key):
     bf16-vs-fp32 logit error; bf16 makes the same choice everywhere."""
     import torch
 
-    from npu_tutorials.convert import ensure_converted, qwen2_config
+    from npu_tutorials.inputs.convert import ensure_converted, qwen2_config
 
     card = load_card(key)
     cfg = tiny_config(card.config)
@@ -92,8 +92,8 @@ def test_the_engine_dtype_keeps_every_planted_decision(key):
 def test_the_qwen_layout_is_the_planted_network(tmp_path):
     """An independent forward of first-generation QWen (its own names, fused c_attn, w1/w2) on the
     QWen-layout stand-in follows the same planted map: the layout's inverse mapping is exact."""
-    from npu_tutorials.convert import qwen2_config
-    from npu_tutorials.qwen_forward import load_qwen, qwen_logits
+    from npu_tutorials.inputs.convert import qwen2_config
+    from npu_tutorials.measure.qwen_forward import load_qwen, qwen_logits
 
     card = load_card("qwen-1_8b-chat")
     cfg = tiny_config(card.config)
@@ -109,7 +109,7 @@ def test_a_fault_inside_the_layers_flips_decisions(card, tiny, tmp_path):
     the head) changes the top token at some position."""
     import torch
 
-    from npu_tutorials.controls import perturb_checkpoint
+    from npu_tutorials.checks.controls import perturb_checkpoint
 
     perturb_checkpoint(tiny.path, tmp_path / "p", rel=1.0, family="mlp")
     right = _forward(tiny.path, PROMPT, torch.float32).argmax(1)

@@ -8,7 +8,7 @@ import sys
 import pytest
 from test_rerun import _project
 
-from npu_tutorials.progress import Progress
+from npu_tutorials.core.progress import Progress
 
 
 def test_each_step_prints_start_and_end_with_its_time():
@@ -66,7 +66,7 @@ EXAMPLE = '''"""
 Progress
 ========
 """
-from npu_tutorials.progress import Progress
+from npu_tutorials.core.progress import Progress
 
 p = Progress("demo")
 with p.step("a slow step"):
@@ -106,7 +106,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 def test_a_starting_server_says_how_long_and_what_it_logged(tmp_path):
     """While the server starts, the build says it waits and shows the server's last log line."""
-    from npu_tutorials.server import VLLMServer, free_port
+    from npu_tutorials.engine.server import VLLMServer, free_port
 
     port = free_port()
     notes, stream = [], io.StringIO()

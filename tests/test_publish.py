@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from docs import machine, make_doc, sweep_doc
 
-from npu_tutorials import sphinx_hooks
-from npu_tutorials.publish import publish_problems
-from npu_tutorials.results import write_doc
+from npu_tutorials.site import banners, pages
+from npu_tutorials.checks.publish import publish_problems
+from npu_tutorials.record.results import write_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 NPU = machine(backend="npu", device="Ascend910B3", n=8, vllm="0.23.0", vllm_ascend="0.23.0")
@@ -63,7 +63,7 @@ def test_unidentified_or_failed_runs_are_not_publishable(tmp_path):
 
 
 def test_a_checksum_the_card_lists_is_publishable(tmp_path, monkeypatch):
-    from npu_tutorials import cards
+    from npu_tutorials.inputs import cards
 
     local = _real_npu("qwen2.5-0.5b")
     local.provenance.weights.hub_id = local.provenance.weights.revision = None
@@ -113,7 +113,7 @@ def test_page_banner_appears_and_disappears(tmp_path, monkeypatch, doc, banner):
     monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path))
     write_doc(doc, tmp_path / "qwen2.5-0.5b.json")
     src = [PAGE]
-    sphinx_hooks.add_banners(None, "tutorials/models/qwen2_5_0_5b", src)
+    banners.add_banners(None, "tutorials/models/qwen2_5_0_5b", src)
     if banner is None:
         assert src == [PAGE]
     else:
@@ -125,10 +125,10 @@ def test_landing_banner_and_weights_list(tmp_path, monkeypatch):
     monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path / "none"))
     write_doc(make_doc(), tmp_path / "qwen2.5-0.5b.json")
-    banner, support, _ = sphinx_hooks.landing_markdown()
+    banner, support, _ = pages.landing_markdown()
     assert banner.startswith(":::{warning}") and "built on a cpu and with stand-in weights" in banner
     assert "- Qwen2.5-0.5B: stand-in weights (cpu, complete)" in support
     for m in MODELS:
         write_doc(_real_npu(m), tmp_path / f"{m}.json")
-    banner, support, _ = sphinx_hooks.landing_markdown()
+    banner, support, _ = pages.landing_markdown()
     assert banner == "" and "- Qwen2.5-0.5B: real weights (npu, complete)" in support

@@ -6,9 +6,9 @@ from math import prod
 
 import pytest
 
-from npu_tutorials.cards import load_card
-from npu_tutorials.layouts import Qwen3Layout, for_config, qwen3_parameters
-from npu_tutorials.standin import ensure_standin, tiny_config
+from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.inputs.layouts import Qwen3Layout, for_config, qwen3_parameters
+from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_the_tiny_standin_loads_with_every_tensor(q3, q3_tiny):
 
 
 def test_tiny_config_keeps_an_explicit_head_dim(q3):
-    from npu_tutorials.errors import TutorialError
+    from npu_tutorials.core.errors import TutorialError
 
     assert tiny_config(q3.config)["head_dim"] == q3.config["head_dim"]
     assert tiny_config(q3.config, head_dim=64)["head_dim"] == 64
@@ -108,7 +108,7 @@ def test_the_engine_serves_the_tiny_qwen3_standin(q3, q3_tiny, tmp_path):
     from conftest import require_vllm, tiny_server
 
     require_vllm()
-    from npu_tutorials import planted
+    from npu_tutorials.inputs import planted
 
     srv = tiny_server(q3, q3_tiny.path, tmp_path, ["--enforce-eager"], startup_timeout=600)  # no graph compile
     srv.start()

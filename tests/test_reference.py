@@ -1,6 +1,6 @@
 """The fp32 reference: batched greedy decoding gives each prompt's own unbatched continuation."""
 
-from npu_tutorials import reference
+from npu_tutorials.measure import reference
 
 PROMPTS = ["Hello, how are you?", "What is 2+2?", "The capital of France is",
            "Explain the theory of relativity in simple terms:", "def quicksort(arr):\n"]

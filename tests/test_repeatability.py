@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.engine
 def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
     require_vllm()
-    from npu_tutorials.gate import MIN_RUNS, NoiseRecordError, read_noise_record
-    from npu_tutorials.headline import gated_steps
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.checks.gate import MIN_RUNS, NoiseRecordError, read_noise_record
+    from npu_tutorials.record.headline import gated_steps
+    from npu_tutorials.inputs.cards import load_card
 
     p = subprocess.run([sys.executable, "scripts/repeatability.py", "qwen2.5-0.5b", "--tiny", "--runs", "2",
                         "--out-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=1500,
@@ -43,10 +43,10 @@ def test_the_contributing_guides_template_runs(tmp_path):
     import os
 
     require_vllm()
-    from npu_tutorials.cards import load_card
-    from npu_tutorials.results import read_doc
-    from npu_tutorials.standin import ensure_standin, tiny_config
-    from npu_tutorials.weights import local_path_var
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.record.results import read_doc
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
+    from npu_tutorials.inputs.weights import local_path_var
 
     card = load_card("qwen2.5-0.5b")
     tiny = ensure_standin(card, config=tiny_config(card.config), label="tiny")

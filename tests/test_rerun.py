@@ -11,19 +11,19 @@ import sys
 from pathlib import Path
 
 
-from npu_tutorials import sphinx_hooks
-from npu_tutorials.site_check import NOT_EXECUTED_MARK, check
+from npu_tutorials.site import banners, build_plan, rerun
+from npu_tutorials.checks.site_check import NOT_EXECUTED_MARK, check
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CONF = f"""
 import sys
 sys.path.insert(0, {str(ROOT / 'src')!r})
-from npu_tutorials.sphinx_hooks import add_banners
+from npu_tutorials.site.banners import add_banners
 extensions = ["sphinx_gallery.gen_gallery"]
 sphinx_gallery_conf = {{
     "examples_dirs": ["gallery"], "gallery_dirs": ["generated"], "filename_pattern": r"\\.py$",
-    "reset_modules": ("npu_tutorials.sphinx_hooks.reset_example",), "reset_modules_order": "both",
+    "reset_modules": ("npu_tutorials.site.teardown.reset_example",), "reset_modules_order": "both",
     "abort_on_example_error": False, "only_warn_on_example_error": False,
 }}
 def setup(app):
@@ -110,13 +110,13 @@ def test_banner_only_on_unexecuted_pages():
            ".. _sphx_glr_tutorials_models_x.py:\n\n\nTitle\n=====\n\nIntro.\n\n.. code-block:: Python\n\n"
            "    print(1)\n")
     src = [rst]
-    sphinx_hooks.add_banners(None, "tutorials/models/x", src)
+    banners.add_banners(None, "tutorials/models/x", src)
     assert NOT_EXECUTED_MARK in src[0] and src[0].index("=====") < src[0].index(NOT_EXECUTED_MARK)
     executed = [rst + "\n.. rst-class:: sphx-glr-script-out\n\n .. code-block:: none\n\n    1\n"]
-    sphinx_hooks.add_banners(None, "tutorials/models/x", executed)
+    banners.add_banners(None, "tutorials/models/x", executed)
     assert NOT_EXECUTED_MARK not in executed[0]
     other = ["Usage\n=====\n\nNo gallery here.\n"]
-    sphinx_hooks.add_banners(None, "usage", other)
+    banners.add_banners(None, "usage", other)
     assert other == ["Usage\n=====\n\nNo gallery here.\n"]
 
 
@@ -130,7 +130,7 @@ def test_force_forgets_the_selected_tutorials_only(tmp_path, monkeypatch):
         (gallery / f"{stem}.py.md5").write_text("x")
         (results / f"{key}.json").write_text("{}")
         (downloads / f"{key}-bench.json").write_text("{}")
-    removed = sphinx_hooks.force_rerun(gallery, "qwen2_5")
+    removed = build_plan.force_rerun(gallery, "qwen2_5")
     assert sorted(p.name for p in removed) == ["qwen2.5-0.5b-bench.json", "qwen2.5-0.5b.json", "qwen2_5_0_5b.py.md5"]
     assert (gallery / "palmyra_mini.py.md5").is_file() and (results / "palmyra-mini.json").is_file()
 
@@ -163,7 +163,7 @@ def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
 def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
     from docs import make_doc
 
-    from npu_tutorials.results import write_doc
+    from npu_tutorials.record.results import write_doc
 
     build = tmp_path / "b"
     good = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
@@ -181,18 +181,18 @@ def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
 
 def test_changing_one_card_reruns_only_its_tutorial(tmp_path, monkeypatch):
     """Each tutorial's digest covers its own card and weights, not the others'."""
-    from npu_tutorials import cards
+    from npu_tutorials.inputs import cards
 
     gallery = tmp_path / "g"
     gallery.mkdir()
     monkeypatch.setenv("TUTORIAL_WEIGHTS", "stand-in")
     for stem in ("palmyra_mini", "qwen2_5_0_5b", "qwen_1_8b_chat"):
         (gallery / f"{stem}.py.md5").write_text("x")
-    assert sorted(sphinx_hooks.invalidate_changed_tutorials(gallery)) == ["palmyra_mini", "qwen2_5_0_5b",
+    assert sorted(rerun.invalidate_changed_tutorials(gallery)) == ["palmyra_mini", "qwen2_5_0_5b",
                                                                           "qwen_1_8b_chat"]
     for stem in ("palmyra_mini", "qwen2_5_0_5b", "qwen_1_8b_chat"):
         (gallery / f"{stem}.py.md5").write_text("x")
-    assert sphinx_hooks.invalidate_changed_tutorials(gallery) == []  # nothing changed
+    assert rerun.invalidate_changed_tutorials(gallery) == []  # nothing changed
 
     cards_dir = tmp_path / "cards"
     cards_dir.mkdir()
@@ -200,34 +200,34 @@ def test_changing_one_card_reruns_only_its_tutorial(tmp_path, monkeypatch):
         (cards_dir / p.name).write_text(p.read_text())
     (cards_dir / "palmyra-mini.yaml").write_text((cards_dir / "palmyra-mini.yaml").read_text() + "\n# edited\n")
     monkeypatch.setattr(cards, "CARDS_DIR", cards_dir)
-    assert sphinx_hooks.invalidate_changed_tutorials(gallery) == ["palmyra_mini"]
+    assert rerun.invalidate_changed_tutorials(gallery) == ["palmyra_mini"]
     assert not (gallery / "palmyra_mini.py.md5").exists() and (gallery / "qwen2_5_0_5b.py.md5").exists()
 
 
 def test_the_weights_are_part_of_the_digest(monkeypatch, tmp_path):
     monkeypatch.setenv("TUTORIAL_WEIGHTS", "stand-in")
-    stand_in = sphinx_hooks.inputs_digest("qwen2.5-0.5b")
-    assert stand_in == sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    stand_in = rerun.inputs_digest("qwen2.5-0.5b")
+    assert stand_in == rerun.inputs_digest("qwen2.5-0.5b")
     model = tmp_path / "Qwen2.5-0.5B"
     model.mkdir()
     (model / "config.json").write_text("{}")
     (model / "model.safetensors").write_bytes(b"1234")
     monkeypatch.setenv("TUTORIAL_WEIGHTS", "auto")
     monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(model))
-    local = sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    local = rerun.inputs_digest("qwen2.5-0.5b")
     assert local != stand_in
     (model / "model.safetensors").write_bytes(b"12345")  # another revision of the weights
-    assert sphinx_hooks.inputs_digest("qwen2.5-0.5b") != local
+    assert rerun.inputs_digest("qwen2.5-0.5b") != local
     # another model's weights path is not this tutorial's input
-    before = sphinx_hooks.inputs_digest("qwen2.5-0.5b")
+    before = rerun.inputs_digest("qwen2.5-0.5b")
     monkeypatch.setenv("TUTORIAL_MODEL_PATH_PALMYRA_MINI", str(tmp_path))
-    assert sphinx_hooks.inputs_digest("qwen2.5-0.5b") == before
+    assert rerun.inputs_digest("qwen2.5-0.5b") == before
 
 
 def test_a_failed_tutorial_is_named_by_its_own_error_not_by_sphinx_s_bug_banner(tmp_path):
     """conf.py lets sphinx-gallery only warn; the build's check then names the page with the tutorial's
     own last error line.  Sphinx's "please report this to sphinx-doc" banner never appears."""
-    from npu_tutorials.site_check import failure_line
+    from npu_tutorials.checks.site_check import failure_line
 
     assert '"only_warn_on_example_error": True' in (ROOT / "conf.py").read_text()
     proj = _project(tmp_path)

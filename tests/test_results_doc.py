@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from docs import machine, make_doc, sweep_doc
 
-from npu_tutorials import results
-from npu_tutorials.cards import load_card
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.gate import gate
-from npu_tutorials.landing import coverage_matrix, support_matrix
-from npu_tutorials.schema_doc import schema_markdown
+from npu_tutorials.checks import recording
+from npu_tutorials.record import results
+from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.checks.gate import gate
+from npu_tutorials.site.landing import coverage_matrix, support_matrix
+from npu_tutorials.record.schema_doc import schema_markdown
 from npu_tutorials.views import Views
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +33,7 @@ def test_round_trip_validates_on_write_and_read(tmp_path):
 
 
 def test_nulls_survive_the_round_trip(tmp_path):
-    from npu_tutorials.schema import TextAgreement, TextRow
+    from npu_tutorials.record.schema import TextAgreement, TextRow
 
     doc = make_doc()
     doc.results.greedy_agreement = TextAgreement(num_tokens=3, chat=False, rows=[TextRow(
@@ -79,7 +80,7 @@ def test_schema_page_is_generated_from_the_models():
 def test_record_stores_complete_runs_by_machine(tmp_path):
     build = tmp_path / "build"
     results.write_doc(make_doc(), build / "qwen2.5-0.5b.json")
-    out = results.record(build, tmp_path / "rec")
+    out = recording.record(build, tmp_path / "rec")
     assert [p.relative_to(tmp_path / "rec").as_posix() for p in out] == ["qwen2.5-0.5b/cpu-amd-epyc-2c-bf16.json"]
     assert results.recorded("qwen2.5-0.5b", tmp_path / "rec")[0] == make_doc()
 
@@ -91,9 +92,9 @@ def test_record_refuses_a_regressed_build_unless_told_why(tmp_path):
     results.write_doc(make_doc(throughput=50.0), build / "qwen2.5-0.5b.json")
     with pytest.raises(TutorialError, match=r"refusing to record a build that fails the regression gate .*"
                                             r"output throughput regressed.*REASON="):
-        results.record(build, rec)
+        recording.record(build, rec)
     assert results.recorded("qwen2.5-0.5b", rec)[0].results.benchmark.summary["output_throughput"] == 100.0
-    results.record(build, rec, reason="new kernels, slower on this CPU: accepted in PR 123")
+    recording.record(build, rec, reason="new kernels, slower on this CPU: accepted in PR 123")
     kept = results.recorded("qwen2.5-0.5b", rec)[0]
     assert kept.provenance.recorded_despite.startswith("new kernels, slower on this CPU: accepted in PR 123 (gate: ")
 
@@ -111,7 +112,7 @@ def test_an_unreadable_recording_is_left_out_with_one_line(tmp_path):
 def test_record_refuses_failed_and_uncommitted_runs(tmp_path, doc, why):
     results.write_doc(doc, tmp_path / "b" / "qwen2.5-0.5b.json")
     with pytest.raises(TutorialError, match=why):
-        results.record(tmp_path / "b", tmp_path / "rec")
+        recording.record(tmp_path / "b", tmp_path / "rec")
     assert not (tmp_path / "rec").exists()
 
 
@@ -235,7 +236,7 @@ def test_measured_noise_sets_the_resolution_and_a_regression_beyond_it_fails(tmp
     the card's); a drop just beyond it fails, one just inside passes: noise is discounted once."""
     import math
 
-    from npu_tutorials.gate import SAFETY, limits_for, measured_noise
+    from npu_tutorials.checks.gate import SAFETY, limits_for, measured_noise
 
     noise = measured_noise(make_doc(), _noise_record(tmp_path, runs=(100.0, 112.0, 95.0, 101.0, 108.0)))
     assert noise is not None and noise.runs == 5
@@ -250,7 +251,7 @@ def test_measured_noise_sets_the_resolution_and_a_regression_beyond_it_fails(tmp
 
 
 def test_noise_records_are_matched_and_refused_by_their_provenance(tmp_path):
-    from npu_tutorials.gate import measured_noise
+    from npu_tutorials.checks.gate import measured_noise
 
     now = make_doc()
     assert measured_noise(now, _noise_record(tmp_path / "a", profile="full")) is None
@@ -313,8 +314,8 @@ def test_coverage_matrix_comes_from_the_cards():
 def test_methods_page_renders_the_recorded_runs(tmp_path, monkeypatch):
     """The recorded negative controls: one table per card (its own checks, one column per tensor family), all
     PASS on the right checkpoint, none stale; the repeatability records with the gate's resolution."""
-    from npu_tutorials import methods
-    from npu_tutorials.cards import known_models
+    from npu_tutorials.checks import methods
+    from npu_tutorials.inputs.cards import known_models
 
     records = methods.control_records()
     assert {d["provenance"]["model"] for d in records} == set(known_models())
@@ -331,7 +332,7 @@ def test_methods_page_renders_the_recorded_runs(tmp_path, monkeypatch):
 
 
 def test_the_methods_page_shows_this_builds_margins():
-    from npu_tutorials import methods
+    from npu_tutorials.checks import methods
 
     docs = [results.read_doc(p) for p in RECORDED]
     md = methods.margins_markdown(docs)
@@ -348,7 +349,7 @@ def test_every_view_renders_each_recorded_document(path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from npu_tutorials.errors import TutorialError
+    from npu_tutorials.core.errors import TutorialError
     from npu_tutorials.views import Views
 
     doc = results.read_doc(path)
@@ -375,7 +376,7 @@ def test_one_figure_per_label_in_every_place(path):
     (headline.headline_figures) and every place that shows it shows the same cell: the bench table,
     "On other hardware", the gate table (against itself), the landing matrix and what make check
     GATE=1 compares."""
-    from npu_tutorials.headline import headline_figures, headline_stats
+    from npu_tutorials.record.headline import headline_figures, headline_stats
 
     doc = results.read_doc(path)
     card = load_card(path.parent.name)
@@ -410,7 +411,7 @@ def _scaled(doc, factors: dict[str, float]):
     """A copy of ``doc`` with every sample of each headline figure multiplied by its factor."""
     import copy
 
-    from npu_tutorials.schema import Stat
+    from npu_tutorials.record.schema import Stat
 
     d = copy.deepcopy(doc)
     r = d.results
@@ -440,7 +441,7 @@ def test_the_gate_catches_a_regression_just_beyond_its_stated_resolution(path):
     """On each real recorded document, with the noise recorded for its machine kind: unchanged, it
     passes; every headline figure made worse by 2 % beyond its limit (the stated resolution), it fails,
     one line per figure; 2 % inside, it passes."""
-    from npu_tutorials.gate import limits_for, measured_noise
+    from npu_tutorials.checks.gate import limits_for, measured_noise
 
     doc = results.read_doc(path)
     card = load_card(path.parent.name)
@@ -450,7 +451,7 @@ def test_the_gate_catches_a_regression_just_beyond_its_stated_resolution(path):
     beyond = {k: v * (0.98 if v < 1 else 1.02) for k, v in limits.items()}
     inside = {k: v * (1.02 if v < 1 else 0.98) for k, v in limits.items()}
     g = gate(_scaled(doc, beyond), [doc], card, noise)
-    from npu_tutorials.headline import headline_figures
+    from npu_tutorials.record.headline import headline_figures
 
     assert len(g.regressions) == len(headline_figures(doc)), g.regressions
     assert gate(_scaled(doc, inside), [doc], card, noise).passed

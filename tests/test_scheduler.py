@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import scheduler
-from npu_tutorials.errors import TutorialError
+from npu_tutorials.engine import scheduler
+from npu_tutorials.core.errors import TutorialError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ sys.path.insert(0, {str(ROOT / 'src')!r})
 extensions = ["sphinx_gallery.gen_gallery"]
 sphinx_gallery_conf = {{
     "examples_dirs": ["gallery"], "gallery_dirs": ["generated"], "filename_pattern": r"\\.py$",
-    "reset_modules": ("npu_tutorials.sphinx_hooks.reset_example",), "reset_modules_order": "both",
+    "reset_modules": ("npu_tutorials.site.teardown.reset_example",), "reset_modules_order": "both",
     "abort_on_example_error": True, "parallel": 4,
 }}
 """
@@ -31,7 +31,7 @@ Tutorial {n}
 """
 import json, os, time
 from pathlib import Path
-from npu_tutorials.scheduler import lease_devices, lease_port
+from npu_tutorials.engine.scheduler import lease_devices, lease_port
 
 lease = lease_devices(1)
 port, port_lease = lease_port()
@@ -86,7 +86,7 @@ def test_leases_wait_for_free_devices(tmp_path, monkeypatch):
 
 def test_a_dead_holder_frees_its_devices(tmp_path, monkeypatch):
     monkeypatch.setenv("TUTORIAL_LEASE_DIR", str(tmp_path))
-    code = ("import os, sys; sys.path.insert(0, %r); from npu_tutorials.scheduler import lease_devices; "
+    code = ("import os, sys; sys.path.insert(0, %r); from npu_tutorials.engine.scheduler import lease_devices; "
             "lease_devices(1, ['7']); os._exit(0)") % str(ROOT / "src")
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TUTORIAL_LEASE_DIR": str(tmp_path)})
     assert scheduler.lease_devices(1, ["7"], timeout=0).names == ["7"]

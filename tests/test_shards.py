@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials import shards
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.selection import Hardware, fits, parse_shard, split
+from npu_tutorials.site import shards
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.site.selection import Hardware, fits, parse_shard, split
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -33,8 +33,8 @@ import sys
 sys.path.insert(0, {tests!r})
 from docs import make_doc  # noqa: E402
 
-from npu_tutorials.cards import load_card  # noqa: E402
-from npu_tutorials.results import git_commit, write_doc  # noqa: E402
+from npu_tutorials.inputs.cards import load_card  # noqa: E402
+from npu_tutorials.record.results import git_commit, write_doc  # noqa: E402
 from npu_tutorials.views import Views  # noqa: E402
 
 # the model of this page (as a tutorial names it): Tutorial("{key}")
@@ -192,7 +192,7 @@ def test_the_split_is_stable_and_balanced_by_cost():
 
 
 def test_a_build_executes_what_fits_its_hardware():
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.inputs.cards import load_card
 
     card = load_card("qwen-1_8b-chat")
     assert fits(card, Hardware("cpu", 0, None, 24.0)) == ""

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.layouts import qwen2_parameters
-from npu_tutorials.standin import ensure_standin, tiny_config
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.inputs.layouts import qwen2_parameters
+from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
 
 def test_tiny_standin_is_reproducible(card, tmp_path):

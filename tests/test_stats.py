@@ -1,6 +1,6 @@
 import pytest
 
-from npu_tutorials import stats
+from npu_tutorials.measure import stats
 
 
 def test_summarize_known_values():
@@ -30,7 +30,7 @@ def test_relative_difference_and_iqr():
 
 
 def test_a_stat_reads_as_median_spread_and_sample_size():
-    from npu_tutorials.schema import Stat
+    from npu_tutorials.record.schema import Stat
 
     assert Stat.of([1.0, 2.0, 3.0]).text(2, "ms") == "2.00 ms (IQR 1.50–2.50, n=3)"
     assert Stat.of([4.0]).text() == "4.0 (n=1)"

@@ -1,10 +1,10 @@
 import pytest
 import yaml
 
-from npu_tutorials import tasks
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.cards import load_card
-from npu_tutorials.e2e import e2e_config
+from npu_tutorials.measure import tasks
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.checks.e2e import e2e_config
 
 
 def test_qa_scoring():

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_tutorials.server import RPC_PREFIX, _group_alive, sweep_stale_rpc_dirs
+from npu_tutorials.engine.processes import RPC_PREFIX, group_alive, sweep_stale_rpc_dirs
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MARK = "sleep-standing-in-for-a-slow-server-start"
@@ -39,7 +39,7 @@ if sys.argv[1] == "default":
     signal.signal(signal.SIGINT, signal.default_int_handler)
 else:
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.getsignal(signal.SIGINT)
-from npu_tutorials.server import VLLMServer, free_port
+from npu_tutorials.engine.server import VLLMServer, free_port
 port = free_port()
 srv = VLLMServer([sys.executable, "-c", "import time; time.sleep(600)", {MARK!r}], host="127.0.0.1", port=port,
                  log_path=sys.argv[2])
@@ -76,9 +76,9 @@ def _start(disposition: str, tmp_path: Path) -> tuple[subprocess.Popen, int]:
 
 def _gone(pgid: int, timeout: float = 60) -> bool:
     deadline = time.monotonic() + timeout
-    while _group_alive(pgid) and time.monotonic() < deadline:
+    while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return not _group_alive(pgid)
+    return not group_alive(pgid)
 
 
 def _socket_dirs(tmp_path: Path) -> list[Path]:
@@ -108,7 +108,7 @@ def test_sigint(disposition, tmp_path):
             # ignored by the caller, so ignored by the build: nothing stops, nothing is orphaned
             time.sleep(2)
             assert p.poll() is None, "a build whose caller ignores SIGINT must not stop on it"
-            assert _group_alive(child)
+            assert group_alive(child)
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=120) == 128 + signal.SIGTERM
             assert _gone(child), "the server's process group outlived SIGTERM"

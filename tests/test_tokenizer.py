@@ -2,14 +2,14 @@ import json
 
 import pytest
 
-from npu_tutorials.tokenizer import QWEN_PATTERN, build_tokenizer_json, load_ranks, added_tokens_from_config
+from npu_tutorials.inputs.tokenizer import QWEN_PATTERN, build_tokenizer_json, load_ranks, added_tokens_from_config
 
 
 @pytest.fixture(scope="module")
 def qwen2_tok():
     from tokenizers import Tokenizer
 
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.inputs.cards import load_card
 
     cfg = json.loads((load_card("qwen2.5-0.5b").config_path / "tokenizer_config.json").read_text())
     return Tokenizer.from_str(build_tokenizer_json(added_tokens_from_config(cfg)))
@@ -40,7 +40,7 @@ def test_qwen3_added_tokens_take_qwen3s_ids():
     ids of its tokenizer_config.json, and each stays one token inside text."""
     from tokenizers import Tokenizer
 
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.inputs.cards import load_card
 
     cfg = json.loads((load_card("qwen3-0.6b").config_path / "tokenizer_config.json").read_text())
     added = added_tokens_from_config(cfg)

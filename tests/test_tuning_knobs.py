@@ -10,10 +10,10 @@ import json
 import pytest
 import yaml
 
-from npu_tutorials import commands as C
-from npu_tutorials import knobs
-from npu_tutorials.cards import CARDS_DIR, Knob, known_models, load_card, load_card_file
-from npu_tutorials.errors import TutorialError
+from npu_tutorials.engine import commands as C
+from npu_tutorials.inputs import knobs
+from npu_tutorials.inputs.cards import CARDS_DIR, Knob, known_models, load_card, load_card_file
+from npu_tutorials.core.errors import TutorialError
 from conftest import require_vllm  # noqa: E402
 
 
@@ -26,7 +26,7 @@ def test_the_extract_names_its_sources_and_the_pinned_releases():
     s = knobs.pinned_schema()
     assert s["vllm"]["version"] == C.VLLM_ASCEND_STACK["vllm"]  # the vLLM vllm-ascend v0.23.0 pairs with
     assert s["vllm_ascend"]["tag"] == C.VLLM_ASCEND_TAG
-    assert s["vllm_ascend"]["commit"].startswith(C.VLLM_ASCEND_SOURCE.split("commit ")[1].rstrip(")"))
+    assert s["vllm_ascend"]["commit"].startswith(knobs.VLLM_ASCEND_SOURCE.split("commit ")[1].rstrip(")"))
     assert s["vllm"]["files"]["engine_flags"] == "vllm/engine/arg_utils.py"
     assert "vllm_ascend/ascend_config.py" in s["vllm_ascend"]["files"]["additional_config_keys"]
     assert "optimization_and_tuning.md" in s["vllm_ascend"]["files"]["documented_env"]
@@ -36,7 +36,7 @@ def test_the_extract_names_its_sources_and_the_pinned_releases():
     assert "FULL_DECODE_ONLY" in s["vllm"]["cudagraph_modes"] and "cudagraph_mode" in s["vllm"]["compilation_config_keys"]
     assert s["vllm_ascend"]["weight_prefetch_config_keys"] == ["enabled", "prefetch_ratio"]
     assert "--no-such-flag" not in s["vllm"]["engine_flags"]
-    assert C.VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS == frozenset(s["vllm_ascend"]["additional_config_keys"])
+    assert knobs.VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS == frozenset(s["vllm_ascend"]["additional_config_keys"])
 
 
 def test_every_npu_knob_lists_its_source_and_holds_against_the_pinned_release():

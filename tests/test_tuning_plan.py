@@ -12,10 +12,10 @@ import shutil
 import pytest
 
 from docs import machine, sweep_doc
-from npu_tutorials import tuning_plan as plan
-from npu_tutorials.cards import known_models, load_card
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.schema import Stat, TuningRow
+from npu_tutorials.measure import tuning_plan as plan
+from npu_tutorials.inputs.cards import known_models, load_card
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.record.schema import Stat, TuningRow
 
 JEMALLOC = f"/usr/lib/{platform.machine()}-linux-gnu/libjemalloc.so.2"
 
@@ -138,9 +138,10 @@ def measure(text, n):
 @pytest.fixture
 def npu_build(monkeypatch, tmp_path):
     """A tutorial object on an NPU build (no device, no vLLM): fake servers and measurements."""
-    from npu_tutorials import steps_serving, tuning_plan
-    from npu_tutorials.progress import Progress
-    from npu_tutorials.schema import Efficiency
+    from npu_tutorials.tutorial import steps_serving
+    from npu_tutorials.measure import tuning_plan
+    from npu_tutorials.core.progress import Progress
+    from npu_tutorials.record.schema import Efficiency
     from npu_tutorials.tutorial import Tutorial
 
     FakeServer.started = []
@@ -149,7 +150,7 @@ def npu_build(monkeypatch, tmp_path):
     for var in ("ASCEND_RT_VISIBLE_DEVICES", "LD_PRELOAD", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"):
         monkeypatch.delenv(var, raising=False)
     tiny = tmp_path / "tiny"
-    monkeypatch.setattr("npu_tutorials.standin.ensure_standin", lambda card, **kw: type("W", (), {"path": tiny}))
+    monkeypatch.setattr("npu_tutorials.inputs.standin.ensure_standin", lambda card, **kw: type("W", (), {"path": tiny}))
 
     def make(key, backend="npu"):
         FakeServer.started, FakeServer.refuse = [], ""
@@ -259,9 +260,9 @@ def test_the_tuning_views_name_each_verdict_the_skipped_knobs_and_the_sources(np
 
 
 def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_build, monkeypatch, tmp_path):
-    from npu_tutorials import deploy
-    from npu_tutorials.commands import deploy_rst
-    from npu_tutorials.results import write_doc
+    from npu_tutorials.site import deploy_page
+    from npu_tutorials.site.deploy_page import deploy_rst
+    from npu_tutorials.record.results import write_doc
 
     card = load_card("palmyra-mini")
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path / "recorded"))
@@ -276,14 +277,14 @@ def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_buil
     assert ("The best combination this page measured, full decode graph + task queue level 1 + async scheduling, "
             "on Ascend910B3 x 1 on 2026-12-01 (full profile") in npu
     assert "export TASK_QUEUE_ENABLE=1" in npu and "--async-scheduling" in npu and "in place of step 4" in npu
-    tuned = deploy.serve_commands(card)[-1]  # parsed with vLLM's parser by tests/test_commands.py
+    tuned = deploy_page.serve_commands(card)[-1]  # parsed with vLLM's parser by tests/test_commands.py
     assert tuned[:3] == ["vllm", "serve", "./palmyra-mini"] and "--async-scheduling" in tuned
 
 
 def test_the_runner_guides_estimate_includes_the_tuning_servers(tmp_path, monkeypatch):
     from pathlib import Path
 
-    from npu_tutorials.sphinx_hooks import write_generated
+    from npu_tutorials.site.generated import write_generated
 
     md = (Path(__file__).resolve().parents[1] / "docs" / "source" / "runner.md").read_text()
     estimate = md.split("**What it costs.**")[1].split("## ")[0]

@@ -1,6 +1,6 @@
 """Greedy and text verdicts (no engine): each can PASS and each can FAIL."""
 
-from npu_tutorials.consistency import TextRow, greedy_summary, greedy_verdict, text_verdict
+from npu_tutorials.measure.consistency import TextRow, greedy_summary, greedy_verdict, text_verdict
 
 
 def _row(eng, ref, err_first=None, err_div=None):

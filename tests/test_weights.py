@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from npu_tutorials.errors import TutorialError
-from npu_tutorials.weights import resolve_weights, weights_mode
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.inputs.weights import resolve_weights, weights_mode
 
 
 def _model_dir(path):
@@ -36,7 +36,7 @@ def test_local_path(card, tmp_path, monkeypatch):
 
 def test_a_folder_this_project_made_is_never_real(card, tiny, tmp_path, monkeypatch):
     """TUTORIAL_MODEL_PATH at a stand-in is labelled a stand-in; at a perturbed control, refused."""
-    from npu_tutorials.controls import perturb_checkpoint
+    from npu_tutorials.checks.controls import perturb_checkpoint
 
     monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(tiny.path))
     w = resolve_weights(card, "real", sources=NO_HUB)
@@ -74,7 +74,7 @@ def test_hub_cache_is_used_before_download(card, tmp_path):
 
 def test_faked_huggingface_cache(card, tmp_path, monkeypatch):
     """The real huggingface_hub finds a snapshot in a cache laid out by hand, offline."""
-    from npu_tutorials.weights import DEFAULT_SOURCES
+    from npu_tutorials.inputs.weights import DEFAULT_SOURCES
 
     repo = tmp_path / "hub" / "models--Qwen--Qwen2.5-0.5B"
     snap = _model_dir(repo / "snapshots" / ("a" * 40))
@@ -119,7 +119,7 @@ def test_bad_mode(monkeypatch):
 
 def test_a_model_without_a_modelscope_copy_says_what_to_do():
     """palmyra-mini exists on Hugging Face only: `real` with no hub names the card's way out, in one line."""
-    from npu_tutorials.cards import load_card
+    from npu_tutorials.inputs.cards import load_card
 
     card = load_card("palmyra-mini")
     assert card.hub.modelscope is None and card.hub.note

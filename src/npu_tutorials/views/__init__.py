@@ -5,6 +5,8 @@ build's document and documents recorded on other hardware::
 
     show = Views(read_doc("results/qwen2.5-0.5b/npu-ascend910b3.json"), load_card("qwen2.5-0.5b"))
     show.bench_table()
+
+May import: ``core``, ``inputs``, ``engine``, ``record``, ``measure``, ``checks`` (the gate's verdicts).
 """
 
 from __future__ import annotations

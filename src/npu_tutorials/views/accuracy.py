@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import plots
-from ..metrics import agrees
-from ..tables import Table, Verdict, fmt
+from . import plots
+from ..measure.metrics import agrees
+from ..core.tables import Table, Verdict, fmt
 from .base import BaseViews
 
 

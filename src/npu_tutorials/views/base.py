@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cards import Card
-from ..errors import TutorialError
-from ..schema import Check, ResultsDoc
-from ..tables import Verdict
-from ..weights import STANDIN_VERDICT
+from ..inputs.cards import Card
+from ..core.errors import TutorialError
+from ..record.schema import Check, ResultsDoc
+from ..core.tables import Verdict
+from ..inputs.weights import STANDIN_VERDICT
 
 
 class BaseViews:

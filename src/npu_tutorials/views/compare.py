@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..gate import Noise, gate
-from ..headline import METRICS, accuracy_verdict, headline_figures, staleness
-from ..schema import ResultsDoc
-from ..tables import Table
+from ..checks.gate import Noise, gate
+from ..record.headline import METRICS, accuracy_verdict, headline_figures, staleness
+from ..record.schema import ResultsDoc
+from ..core.tables import Table
 from .base import BaseViews
 
 

@@ -3,15 +3,15 @@
 The build's own commands carry what only a build needs (127.0.0.1 and a random port, this build's weights
 folder, ``--logprobs-mode raw_logits`` for the accuracy checks, ``VLLM_CPU_*`` settings, eager mode on
 the CPU).  They stay on the page as a record, in a collapsed block; the commands to copy are in the
-"Deploy it yourself" section (:mod:`npu_tutorials.deploy`).
+"Deploy it yourself" section (:mod:`npu_tutorials.engine.deploy`).
 """
 
 from __future__ import annotations
 
 import html
 
-from ..deploy import curl_text
-from ..errors import TutorialError
+from ..engine.deploy import curl_text
+from ..core.errors import TutorialError
 from .base import BaseViews
 
 NOT_FOR_COPYING = ("The commands of this page's own build, for the record, not for copying: they point at this "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import plots
-from ..errors import TutorialError
-from ..tables import Table
+from . import plots
+from ..core.errors import TutorialError
+from ..core.tables import Table
 from .base import BaseViews
 
 GB = 1e9
@@ -84,7 +84,7 @@ class PerformanceViews(BaseViews):
 
     def tuning_table(self) -> Table:
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
-        from ..tuning_plan import graph_row, verdict
+        from ..measure.tuning_plan import graph_row, verdict
 
         t = self.need("tuning")
         base = graph_row(t.rows)
@@ -123,7 +123,7 @@ class PerformanceViews(BaseViews):
     def tuning_knobs_table(self) -> Table:
         """The card's knobs for this document's backend: what each sets, where it comes from, why it should
         help, and whether this build measured it."""
-        from ..knobs import pinned_label
+        from ..inputs.knobs import pinned_label
 
         t = self.need("tuning")
         knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]

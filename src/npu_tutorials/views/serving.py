@@ -6,10 +6,10 @@ import json
 import shlex
 from math import prod
 
-from .. import plots
-from ..bench import SUMMARY_ROWS
-from ..headline import headline_figures
-from ..tables import Table, fmt
+from . import plots
+from ..engine.bench import SUMMARY_ROWS
+from ..record.headline import headline_figures
+from ..core.tables import Table, fmt
 from .base import BaseViews
 
 
@@ -64,7 +64,7 @@ class ServingViews(BaseViews):
 
     def properties(self) -> Table:
         """The model's property table, from the card and its config (inferred fields marked)."""
-        from ..layouts import for_config
+        from ..inputs.layouts import for_config
 
         cfg = self.card.config
         inferred = set(self.card.stand_in.inferred_fields)

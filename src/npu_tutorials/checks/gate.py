@@ -1,0 +1,259 @@
+"""Regression gates: this build's document against the recorded one for the same conditions.
+
+What fails the gate (``make check GATE=1``), one line each:
+
+* a headline figure (:func:`headline.headline_figures`: throughput, median TTFT and TPOT, the
+  roofline fraction) beyond its limit;
+* a figure, an accuracy check or one of its metrics present in the baseline and missing now;
+* an accuracy metric that passed in the baseline and fails now, or whose margin to its threshold
+  shrank to less than half of the baseline's (accuracy is gated as numbers, not only the PASS bit);
+* a recorded baseline or noise record that cannot be read.
+
+**Limits.**  Each headline figure's limit is the card's (``gates``) or :data:`DEFAULT_LIMITS`, widened
+to the between-run noise that ``scripts/repeatability.py`` measured for the same machine kind
+(slug), model, profile and dtype from at least :data:`MIN_RUNS` independent runs (a fresh server
+each): :data:`SAFETY` times the largest ratio between two of its runs.  That limit is the gate's
+*resolution*: the smallest regression it catches.  Noise is discounted once, in the limit; a figure
+beyond it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..inputs.cards import Card
+from ..record.headline import METRICS, accuracy_verdict, headline_figures, same_conditions
+from ..record.schema import ResultsDoc
+
+DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
+                  "roofline_fraction": 0.95}
+MIN_RUNS = 5
+SAFETY = 1.5  # the limit is this many times the largest log-ratio seen between two unchanged runs
+_BETTER = {key: better for key, _, _, better in METRICS}
+_LABEL = {key: label for key, label, _, _ in METRICS}
+
+
+# -- measured noise ----------------------------------------------------------------------
+def noise_limit(values: list[float], better: str) -> float:
+    """The ratio limit that ``values`` (one figure from several unchanged runs) support: SAFETY times the
+    largest |log ratio| between two runs, as a ratio (<= 1 for higher-is-better, >= 1 otherwise)."""
+    dev = max(abs(math.log(a / b)) for a in values for b in values)
+    return math.exp(-SAFETY * dev) if better == "higher" else math.exp(SAFETY * dev)
+
+
+def leave_one_out_false_alarms(values: list[float], better: str, floor: float) -> tuple[int, int]:
+    """(false alarms, comparisons): each run held out, limits from the others (never tighter than
+    ``floor``), the held-out run compared against each other run as baseline."""
+    alarms = total = 0
+    for i, v in enumerate(values):
+        rest = values[:i] + values[i + 1:]
+        lim = _wider(noise_limit(rest, better), floor, better)
+        for b in rest:
+            total += 1
+            r = v / b
+            alarms += (r < lim) if better == "higher" else (r > lim)
+    return alarms, total
+
+
+def _wider(a: float, b: float, better: str) -> float:
+    return min(a, b) if better == "higher" else max(a, b)
+
+
+@dataclass
+class Noise:
+    """A repeatability record (``results/methods/repeatability-*.json``) that matches a document."""
+
+    runs: int
+    values: dict[str, list[float]]   # per gated metric: each run's headline median
+    source: str
+
+    def limit(self, key: str) -> float | None:
+        v = self.values.get(key)
+        return noise_limit(v, _BETTER[key]) if v and len(v) >= 2 and min(v) > 0 else None
+
+
+class NoiseRecordError(ValueError):
+    """A repeatability record the gate refuses (no machine slug, too few runs, unreadable)."""
+
+
+def read_noise_record(path: Path) -> dict:
+    """A repeatability record, validated: a machine slug, model, profile, dtype and >= MIN_RUNS runs of
+    every gated figure.  Raises :class:`NoiseRecordError` with one line otherwise."""
+    try:
+        rec = json.loads(Path(path).read_text())
+        p = rec["provenance"]
+        values = rec["headline_runs"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NoiseRecordError(f"{path.name}: not a repeatability record this code reads ({exc})") from None
+    for k in ("machine_slug", "model", "profile", "dtype"):
+        if not p.get(k):
+            raise NoiseRecordError(f"{path.name}: no {k} in its provenance: refused")
+    short = {k: len(v) for k, v in values.items() if len(v) < MIN_RUNS}
+    if short or not values:
+        raise NoiseRecordError(f"{path.name}: fewer than {MIN_RUNS} independent runs ({short or 'none'}): refused")
+    return rec
+
+
+def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None) -> Noise | None:
+    """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (the newest
+    where several match), or None.  Records the gate refuses are named in ``errors``."""
+    from ..record.results import recorded_dir
+
+    prov = doc.provenance
+    found = None
+    for path in sorted(((directory or recorded_dir()) / "methods").glob("repeatability-*.json")):
+        try:
+            rec = read_noise_record(path)
+        except NoiseRecordError as exc:
+            if errors is not None:
+                errors.append(str(exc))
+            continue
+        p = rec["provenance"]
+        if (p["machine_slug"], p["model"], p["profile"], p["dtype"]) != (prov.machine.slug, doc.model, prov.profile,
+                                                                          prov.engine_dtype):
+            continue
+        if found is None or p.get("date", "") > found[0].get("date", ""):
+            found = (p, rec, path)
+    if found is None:
+        return None
+    p, rec, path = found
+    return Noise(runs=min(len(v) for v in rec["headline_runs"].values()), values=rec["headline_runs"],
+                 source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, "
+                        f"{min(len(v) for v in rec['headline_runs'].values())} runs)")
+
+
+def limits_for(card: Card, noise: Noise | None = None) -> dict[str, float]:
+    """Per headline figure: the card's limit (or the default), widened to what ``noise`` supports."""
+    limits = {**DEFAULT_LIMITS, **card.gates}
+    for key in limits:
+        n = noise.limit(key) if noise else None
+        if n is not None:
+            limits[key] = round(_wider(limits[key], n, _BETTER[key]), 3)
+    return limits
+
+
+# -- accuracy as numbers -----------------------------------------------------------------
+_NUM = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
+
+
+def _margin(measured: str, threshold: str) -> float | None:
+    """Signed distance of a check's measured value from its threshold (positive: on the passing side)."""
+    m, t = _NUM.search(measured or ""), _NUM.search(threshold or "")
+    if not (m and t):
+        return None
+    value, limit = float(m.group()), float(t.group())
+    return limit - value if threshold.lstrip().startswith("<") else value - limit
+
+
+def _accuracy_checks(doc: ResultsDoc) -> dict[tuple[str, str], object]:
+    r = doc.results
+    out = {}
+    for name in ("logits_agreement", "forward_consistency", "greedy_agreement", "text_consistency"):
+        sec = getattr(r, name)
+        if sec is not None:
+            out[(name, "")] = sec
+            for c in sec.checks:
+                out[(name, c.metric)] = c
+    return out
+
+
+def accuracy_regressions(current: ResultsDoc, base: ResultsDoc) -> list[str]:
+    """Accuracy checks and metrics of the baseline that are missing now, fail now, or kept less than half
+    of the baseline's margin to their threshold."""
+    now, then = _accuracy_checks(current), _accuracy_checks(base)
+    out = []
+    for (section, metric), b in then.items():
+        what = section.replace("_", " ") + (f": {metric}" if metric else "")
+        if (section, metric) not in now:
+            out.append(f"{what} is in the baseline and missing now")
+            continue
+        if not metric:
+            continue
+        c = now[(section, metric)]
+        if b.passed and not c.passed:
+            out.append(f"{what} passed in the baseline ({b.measured}) and fails now ({c.measured}, {c.threshold})")
+            continue
+        mb, mc = _margin(b.measured, b.threshold), _margin(c.measured, c.threshold)
+        if mb is not None and mc is not None and mc < mb - abs(mb) / 2 and mc != mb:
+            out.append(f"{what} moved toward its threshold {c.threshold}: {c.measured} now, {b.measured} in the "
+                       "baseline (less than half the margin left)")
+    return out
+
+
+# -- the gate ----------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    key: str
+    label: str
+    unit: str
+    current: float
+    baseline: float
+    ratio: float
+    limit: float
+    better: str
+
+    @property
+    def regressed(self) -> bool:
+        return self.ratio < self.limit if self.better == "higher" else self.ratio > self.limit
+
+
+@dataclass
+class GateResult:
+    model: str
+    baseline: ResultsDoc | None
+    comparisons: list[Comparison] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)       # headline figures of the baseline absent now
+    accuracy: list[str] = field(default_factory=list)      # accuracy regressions, one line each
+    verdicts: tuple[str, str] | None = None                 # (baseline, this build) accuracy verdicts
+    noise: Noise | None = None
+    errors: list[str] = field(default_factory=list)        # unreadable baselines or noise records
+
+    @property
+    def regressions(self) -> list[str]:
+        out = [f"{self.model}: {e}" for e in self.errors]
+        b = self.baseline
+        if b is None:
+            return out
+        where = f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {b.provenance.device}"
+        for c in self.comparisons:
+            if c.regressed:
+                out.append(f"{self.model}: {c.label} regressed: {c.current:.4g} {c.unit} vs {c.baseline:.4g} "
+                           f"(ratio {c.ratio:.3f}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}); {where}")
+        out += [f"{self.model}: {_LABEL[k]} is in the baseline and missing now; {where}" for k in self.missing]
+        out += [f"{self.model}: {line}; {where}" for line in self.accuracy]
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return not self.regressions
+
+
+def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc | None:
+    """The newest recorded document made under the same conditions, if any."""
+    same = [d for d in recorded if same_conditions(d, current)]
+    return max(same, key=lambda d: d.provenance.built_at) if same else None
+
+
+def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noise | None = None,
+         errors: list[str] | None = None) -> GateResult:
+    """``noise``: this machine kind's measured between-run noise (:func:`measured_noise`), or None for the
+    card's limits as they are; ``errors``: recorded files that could not be read (each fails the gate)."""
+    base = pick_baseline(current, recorded)
+    res = GateResult(current.model, base, noise=noise, errors=list(errors or []))
+    if base is None:
+        return res
+    limits = limits_for(card, noise)
+    now, then = headline_figures(current), headline_figures(base)
+    for key, label, unit, better in METRICS:
+        if key in then and key not in now:
+            res.missing.append(key)
+        elif key in now and key in then and then[key].value:
+            a, b = now[key].value, then[key].value
+            res.comparisons.append(Comparison(key, label, unit, a, b, a / b, limits[key], better))
+    res.accuracy = accuracy_regressions(current, base)
+    res.verdicts = (accuracy_verdict(base), accuracy_verdict(current))
+    return res

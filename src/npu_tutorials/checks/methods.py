@@ -1,0 +1,170 @@
+"""The methods page's figures: stand-in margins, negative controls and run-to-run repeatability.
+
+The margins are read from this build's results documents; the controls and the
+repeatability from scripts that ran the real engine (``scripts/negative_controls.py``,
+``scripts/repeatability.py``) and wrote JSON with its provenance under
+``results/methods/``.  This module renders them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from ..record.results import recorded_dir
+
+CHECK_NAMES = {"logits": "last-position logits", "consistency": "every-position consistency",
+               "greedy": "greedy agreement", "text": "text consistency"}
+
+
+def _load(name: str) -> dict | None:
+    p = Path(recorded_dir()) / "methods" / name
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def _prov(d: dict) -> str:
+    p = d["provenance"]
+    return (f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
+            f"{p['dtype']}, {p.get('weights', p['model'])}, vLLM {p['versions'].get('vllm')}.")
+
+
+# -- how decisive the stand-ins are ------------------------------------------------------
+def compared_positions(doc) -> list[tuple[float, float]]:
+    """(reference top-1/top-2 gap, engine's largest |logit error|) at every position a results document
+    compared over the whole vocabulary: last-position logits, every-position consistency, and the
+    first generated token of each greedy or text row."""
+    r = doc.results
+    out = []
+    if r.logits_agreement:
+        out += [(x.reference_top2_margin, x.max_abs_err) for x in r.logits_agreement.rows]
+    if r.forward_consistency:
+        out += [(p.reference_top2_margin, p.max_abs_err) for p in r.forward_consistency.per_position]
+    for sec in (r.greedy_agreement, r.text_consistency):
+        if sec:
+            out += [(x.first_token_error.reference_top2_margin, x.first_token_error.max_abs_err)
+                    for x in sec.rows if x.first_token_error is not None]
+    return out
+
+
+def margins_markdown(docs: list) -> str:
+    """Per model: the distribution of the reference's top-1/top-2 gap over the pages' compared positions,
+    in units of the engine's largest logit error at the same position (this build's documents)."""
+    rows = []
+    for doc in docs:
+        pos = compared_positions(doc)
+        if not pos:
+            continue
+        ratios = sorted(g / e if e > 0 else float("inf") for g, e in pos)
+        gaps = [g for g, _ in pos]
+        errs = [e for _, e in pos]
+        w = doc.provenance.weights
+        rows.append(f"| {doc.model} | {'real' if w and w.kind == 'real' else 'stand-in'} | "
+                    f"{doc.provenance.engine_dtype} | {len(pos)} | {statistics.median(gaps):.3g} | "
+                    f"{statistics.median(errs):.3g} | {ratios[0]:.3g} | {statistics.median(ratios):.3g} | "
+                    f"{sum(x <= 1 for x in ratios)} |")
+    if not rows:
+        return "*No tutorial of this build compared logits over the whole vocabulary.*"
+    return "\n".join([
+        "| model | weights | engine dtype | positions | median gap | median max \\|err\\| | smallest gap / error | "
+        "median gap / error | near-ties (gap ≤ error) |", "|---|---|---|---|---|---|---|---|---|", *rows])
+
+
+# -- negative controls -------------------------------------------------------------------
+def _first(v) -> str:
+    return "never" if v is None else ("already on the right one" if v == "baseline" else f"{v:g}")
+
+
+def control_records() -> list[dict]:
+    """Every recorded negative-control run (one per card), in name order."""
+    d = Path(recorded_dir()) / "methods"
+    return [json.loads(p.read_text()) for p in sorted(d.glob("negative-controls-*.json"))] if d.is_dir() else []
+
+
+def stale_controls(records: list[dict] | None = None) -> list[str]:
+    """One line per recorded control run whose check code or card thresholds differ from today's."""
+    from ..inputs.cards import load_card
+    from .controls import check_digest, spec_for_card
+    from ..core.errors import TutorialError
+
+    out = []
+    for d in control_records() if records is None else records:
+        key = d["provenance"]["model"]
+        try:
+            spec = spec_for_card(load_card(key), d["spec"].get("stop_ids"))
+        except TutorialError:
+            out.append(f"results/methods/negative-controls-{key}.json: no card {key!r} any more")
+            continue
+        if d.get("check_digest") != check_digest(spec):
+            out.append(f"results/methods/negative-controls-{key}.json was recorded with other check code or "
+                       "thresholds than today's: re-run scripts/negative_controls.py")
+    return out
+
+
+def _thresholds(spec: dict, check: str) -> str:
+    s = spec.get(check) or {}
+    if check == "text":
+        return f"at least {s.get('exact_min')} of {len(s.get('items', []))} identical"
+    t = s.get("thresholds") or {}
+    return ", ".join(f"{k} {v:g}" for k, v in t.items())
+
+
+def negative_controls_markdown() -> str:
+    records = control_records()
+    if not records:
+        return "*No negative-control run is recorded (run `scripts/negative_controls.py`).*"
+    stale = set(stale_controls(records))
+    out = []
+    for d in records:
+        key, fams = d["provenance"]["model"], d["families"]
+        out += [f"### {key} ({d['provenance'].get('architecture', '')})", "", _prov(d), ""]
+        mine = [s for s in stale if f"negative-controls-{key}.json" in s]
+        if mine:
+            out += [f"**Stale:** {mine[0]}.", ""]
+        out += ["| check | metric | threshold(s) | right checkpoint | "
+                + " | ".join(f"{f}: first FAIL at rel" for f in fams) + " |",
+                "|---|---|---|---|" + "---|" * len(fams)]
+        blind = []
+        for check, res in d["baseline"].items():
+            for m in res["checks"]:
+                firsts = [fams[f]["first_fail_by_metric"].get(check, {}).get(m["metric"]) for f in fams]
+                out.append(f"| {CHECK_NAMES.get(check, check)} | {m['metric']} | {m['threshold']} | "
+                           f"{'PASS' if m['passed'] else 'FAIL'} ({m['measured']}) | "
+                           + " | ".join(_first(v) for v in firsts) + " |")
+            blind += [f"{CHECK_NAMES.get(check, check)}: {f}" for f in fams if fams[f]["first_fail"].get(check) is None]
+        out.append("")
+        top = max(d["perturbation"]["ladder"])
+        out.append(f"Faults no rung up to rel {top:g} made a check fail: {'; '.join(blind)}." if blind else
+                   f"Every check fails under a fault of every family, at the rel shown (ladder up to {top:g}).")
+        out.append("")
+    return "\n".join(out)
+
+
+def repeatability_markdown() -> str:
+    """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
+    resolution) and the leave-one-out false alarms."""
+    from .gate import read_noise_record, NoiseRecordError
+
+    d = Path(recorded_dir()) / "methods"
+    paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
+    if not paths:
+        return "*No repeatability run is recorded (run `scripts/repeatability.py`).*"
+    out = []
+    for path in paths:
+        try:
+            rec = read_noise_record(path)
+        except NoiseRecordError as exc:
+            out += [f"*{exc}*", ""]
+            continue
+        p = rec["provenance"]
+        out += [f"### {p['model']} on {p['machine_slug']}, {p['profile']} profile, {p['dtype']}", "",
+                f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
+                f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs.", "",
+                "| figure | each run's median | apart (max / min - 1) | gate limit (resolution) | card's limit | "
+                "leave-one-out false alarms |", "|---|---|---|---|---|---|"]
+        for k, v in rec["headline_runs"].items():
+            fa = rec["false_alarms"].get(k, [0, 0])
+            out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
+                       f"{rec['resolution'][k]} | {rec['card_limits'][k]} | {fa[0]} of {fa[1]} |")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,43 @@
+"""``make record``: store this build's documents as the new baseline, refused when the gate fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..inputs.cards import load_card
+from ..core.errors import TutorialError
+from .gate import gate, measured_noise
+from ..record.results import read_doc, recorded, recorded_dir, write_doc
+
+
+def record(build_results: Path, directory: Path | None = None, models: list[str] | None = None,
+           reason: str = "") -> list[Path]:
+    """``make record``: store this build's complete documents as ``results/<model>/<slug>.json``.
+
+    A build that fails the regression gate against the record it would replace is refused, one line per
+    regression, unless ``reason`` says why it should become the baseline (kept in the document)."""
+    out = []
+    paths = sorted(Path(build_results).glob("*.json"))
+    if models is not None:
+        paths = [p for p in paths if p.stem in models]
+    if not paths:
+        raise TutorialError(f"no results documents in {build_results}: run make html first")
+    for path in paths:
+        doc = read_doc(path)
+        if doc.provenance.status != "complete":
+            raise TutorialError(f"{path.name}: refusing to record a {doc.provenance.status} run "
+                                f"({doc.provenance.failure or 'it did not finish'})")
+        if doc.provenance.git_commit.endswith("+dirty") or doc.provenance.git_commit == "unknown":
+            raise TutorialError(f"{path.name}: refusing to record a run of uncommitted code "
+                                f"({doc.provenance.git_commit}); commit, rebuild, then record")
+        errors: list[str] = []
+        g = gate(doc, recorded(doc.model, directory, errors), load_card(doc.model),
+                 measured_noise(doc, directory, errors), errors)
+        if g.regressions and not reason.strip():
+            raise TutorialError(f"{path.name}: refusing to record a build that fails the regression gate "
+                                f"({'; '.join(g.regressions)}); fix it, or record it with REASON=\"why\"")
+        if g.regressions:
+            doc.provenance.recorded_despite = f"{reason.strip()} (gate: {'; '.join(g.regressions)})"
+        dest = Path(directory or recorded_dir()) / doc.model / f"{doc.provenance.machine.slug}.json"
+        out.append(write_doc(doc, dest))
+    return out

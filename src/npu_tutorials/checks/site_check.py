@@ -1,0 +1,124 @@
+"""Is the built site publishable?  One line per page that is not.
+
+Two strictnesses:
+
+* ``built`` (the end of every ``make html``): each tutorial page either shows a
+  good executed run (output, tables, a figure, no traceback, provenance equal to
+  its results JSON) or was rendered without execution and says so on the page.
+  A failed or stale page fails the build.
+* ``strict`` (``make check``, CI): every selected tutorial executed, and well.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.errors import TutorialError
+from ..inputs.gallery_index import tutorials
+from ..record.results import read_doc
+
+NOT_EXECUTED_MARK = "tut-not-executed"
+
+
+def failure_line(html: str) -> str:
+    """The last line of the first traceback a page shows (the tutorial's own error), in plain text."""
+    import html as html_lib
+    import re
+
+    i = html.find("Traceback (most recent call last)")
+    if i < 0:
+        return ""
+    block = html[i:html.find("</pre>", i)] if html.find("</pre>", i) > 0 else html[i:]
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", block))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _executed(html: str) -> bool:
+    return "sphx-glr-script-out" in html or "tut-table" in html
+
+
+def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
+    page = build / "html" / "tutorials" / "models" / f"{stem}.html"
+    res = build / "results" / f"{key}.json"
+    if not page.is_file():
+        return [f"{stem}: no page at {page}"]
+    html = page.read_text(encoding="utf-8")
+    problems = []
+    if "Traceback (most recent call last)" in html:
+        why = failure_line(html)
+        return [f"{stem}: the tutorial failed: {why or 'the page shows a traceback'} (the next make html re-runs it)"]
+    if not _executed(html):
+        if strict:
+            problems.append(f"{stem}: the page shows no output: the tutorial did not execute")
+        elif NOT_EXECUTED_MARK not in html:
+            problems.append(f"{stem}: the page shows no output and does not say that it was not executed")
+        return problems
+    if html.count('class="tut-table"') < 3:
+        problems.append(f"{stem}: fewer than 3 result tables on the page")
+    if "sphx-glr-single-img" not in html and "sphx-glr-multi-img" not in html:
+        problems.append(f"{stem}: no figure on the page")
+    if not res.is_file():
+        problems.append(f"{stem}: no results JSON at {res}")
+        return problems
+    try:
+        doc = read_doc(res)
+    except TutorialError as exc:
+        problems.append(f"{stem}: {exc}")
+        return problems
+    prov = doc.provenance
+    if prov.status != "complete":
+        problems.append(f"{stem}: the run {prov.status} ({prov.failure or 'no reason recorded'})")
+    elif not prov.wall_time_s > 0:
+        problems.append(f"{stem}: wall time {prov.wall_time_s} s: the tutorial did not run")
+    elif prov.built_at not in html or prov.git_commit not in html:
+        problems.append(f"{stem}: the page's provenance does not match {res.name} (stale page or JSON)")
+    if prov.weights is None:
+        problems.append(f"{stem}: results JSON does not say which weights were used")
+    if doc.results.server is None:
+        problems.append(f"{stem}: results JSON has no server section")
+    if doc.results.benchmark is None and not doc.results.concurrency_sweep:
+        problems.append(f"{stem}: results JSON has no performance measurement")
+    return problems
+
+
+def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str]:
+    """One line per page that is not publishable, naming the page and every problem it has."""
+    build = Path(build)
+    lines = []
+    for stem, key in tutorials(only=only).items():
+        problems = check_page(build, stem, key, strict=strict)
+        if problems:
+            lines.append(f"{stem}: " + "; ".join(p.removeprefix(f"{stem}: ") for p in problems))
+    return lines
+
+
+def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]:
+    """``make check GATE=1``: (notes, regressions), one regression per line with both values and provenances.
+    An unreadable recorded document or noise record is a regression: it would turn the gate off."""
+    from ..inputs.cards import load_card
+    from .gate import gate, limits_for, measured_noise
+    from ..record.results import recorded
+
+    notes, regressions = [], []
+    for stem, key in tutorials(only=only).items():
+        path = Path(build) / "results" / f"{key}.json"
+        if not path.is_file():
+            notes.append(f"{key}: no results in this build, nothing to compare")
+            continue
+        doc = read_doc(path)
+        errors: list[str] = []
+        docs = recorded(key, errors=errors)
+        noise = measured_noise(doc, errors=errors)
+        card = load_card(key)
+        g = gate(doc, docs, card, noise, errors)
+        if g.baseline is None:
+            notes.append(f"{key}: no recorded baseline for {doc.provenance.machine.slug}, "
+                         f"{doc.provenance.weights.kind if doc.provenance.weights else '?'} weights, "
+                         f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: nothing to compare")
+        elif g.passed:
+            lim = ", ".join(f"{k} {v}" for k, v in limits_for(card, noise).items())
+            notes.append(f"{key}: within the limits ({lim}; {noise.source if noise else 'no noise record'}) of "
+                         f"the baseline of {g.baseline.provenance.built_at}")
+        regressions += g.regressions
+    return notes, regressions

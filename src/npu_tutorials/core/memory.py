@@ -1,0 +1,15 @@
+"""Hand freed memory back to the operating system between heavy steps."""
+
+from __future__ import annotations
+
+
+def trim_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS (glibc keeps them otherwise)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass

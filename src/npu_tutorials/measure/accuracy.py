@@ -1,0 +1,107 @@
+"""Engine-vs-reference agreement on the serving engine itself.
+
+The server runs with ``--max-logprobs -1 --logprobs-mode raw_logits``; a
+completion request for one token with ``logprobs=-1`` then returns the raw
+logits of the whole vocabulary at the prompt's last position.  The same
+token ids go through the fp32 CPU reference, and :mod:`metrics` compares them.
+
+vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities;
+every comparison detects the form the engine returned (:func:`metrics.logits_form`)
+and compares like with like, and the reports record it (``compared_as``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import metrics, reference
+from ..inputs.cards import LogitsCheck
+from ..core.errors import TutorialError
+from ..engine.server import VLLMServer
+from ..core.tables import Verdict
+from ..inputs.weights import STANDIN_VERDICT
+
+# Server flags that make full-vocabulary logits available.
+RAW_LOGITS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logits"]
+
+
+def engine_last_logits(server: VLLMServer, model: str, ids: list[int], vocab_size: int) -> np.ndarray:
+    """The engine's full-vocabulary vector for the next token after ``ids``: raw logits, or
+    log-probabilities where the backend ignores ``--logprobs-mode`` (tell with
+    :func:`metrics.logits_form`)."""
+    r = server.post("/v1/completions", {
+        "model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
+        "logprobs": -1, "return_tokens_as_token_ids": True,
+    })
+    top = r["choices"][0]["logprobs"]["top_logprobs"][0]
+    if len(top) != vocab_size:
+        raise TutorialError(f"the engine returned {len(top)} logits, expected {vocab_size}: "
+                            "start the server with --max-logprobs -1 --logprobs-mode raw_logits")
+    out = np.full(vocab_size, np.nan)
+    for key, value in top.items():
+        out[int(key.removeprefix("token_id:"))] = value
+    if np.isnan(out).any():
+        raise TutorialError("the engine's logits do not cover every token id")
+    return out
+
+
+def one_form(forms: list[str]) -> str:
+    """The single form every vector of one comparison came in (a mix means a broken engine reply)."""
+    kinds = sorted(set(forms))
+    if len(kinds) != 1:
+        raise TutorialError(f"the engine returned a mix of raw logits and log-probabilities ({forms}); "
+                            "cannot compare them with one definition")
+    return kinds[0]
+
+
+@dataclass
+class LogitsReport:
+    rows: list[dict]
+    thresholds: dict
+    errors: np.ndarray = field(repr=False)
+    sample: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    real_weights: bool = False
+    compared_as: str = "logits"  # the engine's form: "logits" or "logprobs" (metrics.COMPARED_AS says it in words)
+
+    @property
+    def summary(self) -> dict:
+        m = lambda k: float(np.mean([r[k] for r in self.rows]))  # noqa: E731
+        d = metrics.decisive_top1(self.rows)
+        return {"nmse_pct": m("nmse_pct"), "cosine": m("cosine"), "top1_pct": d["top1_pct"], "top1_ties": d["ties"],
+                "top5_pct": 100 * m("top5_overlap"), "max_abs_err": max(r["max_abs_err"] for r in self.rows),
+                "mean_abs_err": m("mean_abs_err"), "kl_nats": m("kl_nats"), "prompts": len(self.rows),
+                "decisive_prompts": d["decisive_positions"], "top1_decisive_pct": d["top1_decisive_pct"],
+                "flips_at_decisive": d["flips_at_decisive"], "compared_as": self.compared_as}
+
+    def verdict(self, reported: dict | None = None) -> Verdict:
+        s = self.summary
+        t = self.thresholds
+        checks = [
+            ("normalized MSE", f"{s['nmse_pct']:.4f} %", f"< {t['nmse_pct_max']} %", s["nmse_pct"] < t["nmse_pct_max"]),
+            ("top-1 agreement", f"{s['top1_pct']:.1f} %", f">= {t['top1_pct_min']} %", s["top1_pct"] >= t["top1_pct_min"]),
+        ]
+        return Verdict(checks, "" if self.real_weights else STANDIN_VERDICT)
+
+
+def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: LogitsCheck, vocab_size: int,
+                     real_weights: bool) -> LogitsReport:
+    """Each prompt's last-position vector from the engine against the reference, in one form.
+
+    Rows: ``{"prompt", "num_tokens", **metrics.compare_logits(...)}``; ``errors`` and ``sample``
+    are in the compared form (engine - reference)."""
+    rows, errs, sample = [], [], None
+    for prompt in check.prompts:
+        ids = reference.tokenize(weights_path, prompt)
+        eng = engine_last_logits(server, model, ids, vocab_size)
+        ref = reference.last_logits(weights_path, ids)[:vocab_size]
+        row = {"prompt": prompt, "num_tokens": len(ids), **metrics.compare_logits(eng, ref)}
+        rows.append(row)
+        x, r = metrics.comparable(eng, ref, row["compared_as"])
+        errs.append((x - r).astype(np.float32))
+        if sample is None:
+            sample = (x.astype(np.float32), r.astype(np.float32))
+    form = one_form([r["compared_as"] for r in rows])
+    return LogitsReport(rows, check.thresholds.model_dump(), np.concatenate(errs), sample, real_weights, form)

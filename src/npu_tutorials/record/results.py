@@ -1,0 +1,175 @@
+"""Results documents on disk: this build's, and those recorded on other hardware.
+
+* ``_build/results/<model>.json``: what this build measured (written by
+  :meth:`Tutorial.finish`, or with ``status: failed`` when a run stops part-way).
+* ``results/<model>/<machine-slug>.json`` in the repository: documents recorded
+  by earlier builds on other hardware (``make record``), shown beside this
+  build's and used as regression baselines.
+
+Documents are validated on write and on read (:mod:`npu_tutorials.record.schema`) and
+must not hold paths of the machine that made them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..core.errors import TutorialError
+from .schema import SCHEMA_VERSION, ResultsDoc
+
+ROOT = Path(__file__).resolve().parents[3]
+RECORDED_DIR = ROOT / "results"
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get("TUTORIAL_RESULTS_DIR") or Path.cwd() / "_build" / "results")
+
+
+def artifacts_dir() -> Path:
+    """Where tutorials put working files (raw benchmark JSON, server logs)."""
+    return Path(os.environ.get("TUTORIAL_ARTIFACTS_DIR") or results_dir() / "artifacts")
+
+
+def recorded_dir() -> Path:
+    return Path(os.environ.get("TUTORIAL_RECORDED_DIR") or RECORDED_DIR)
+
+
+UNKNOWN_COMMIT = "unknown"
+
+
+def _git_head(cwd: str | Path | None = None) -> tuple[str, str]:
+    """(commit with ``+dirty`` when tracked files changed, or "unknown"; git's first error line, or '')."""
+    cwd = cwd or Path(__file__).resolve().parent
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=cwd, capture_output=True,
+                              text=True, timeout=10)
+        sha = proc.stdout.strip() if proc.returncode == 0 else ""
+        if not sha:
+            return UNKNOWN_COMMIT, (proc.stderr.strip().splitlines() or ["git rev-parse HEAD failed"])[0]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return UNKNOWN_COMMIT, f"git did not run: {exc}"
+    return sha + ("+dirty" if dirty else ""), ""
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    return _git_head(cwd)[0]
+
+
+def known_commit(what: str, cwd: str | Path | None = None) -> str:
+    """This checkout's commit; one-line :class:`TutorialError` where git cannot tell it.  In a GitHub
+    container job git refuses the mounted workspace ("detected dubious ownership") until it is marked safe."""
+    sha, why = _git_head(cwd)
+    if sha == UNKNOWN_COMMIT:
+        raise TutorialError(f"{what} needs this checkout's commit, and git cannot tell it ({why}); in a container "
+                            "job, run `git config --global --add safe.directory \"$GITHUB_WORKSPACE\"` after the "
+                            "checkout")
+    return sha
+
+
+def now_utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+# -- machine paths -----------------------------------------------------------------------
+def machine_paths() -> dict[str, str]:
+    """Paths of this machine that must not leave it, each with the placeholder that replaces it."""
+    out = {}
+    cache = os.environ.get("TUTORIAL_CACHE")
+    for path, label in ((cache, "<cache>"), (sys.prefix, "<venv>"), (str(ROOT), "<repo>"),
+                        (os.path.expanduser("~"), "<home>"), (os.getcwd(), "<cwd>")):
+        if path and len(path) > 1:
+            out[str(Path(path).resolve())] = label
+            out[path] = label
+    return out
+
+
+def scrub(text: str, extra: dict[str, str] | None = None) -> str:
+    """Replace machine paths in ``text`` by placeholders (longest first)."""
+    table = {**machine_paths(), **(extra or {})}
+    for path in sorted(table, key=len, reverse=True):
+        text = text.replace(path, table[path])
+    return text
+
+
+def _strings(obj: Any):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def find_machine_paths(data: dict) -> list[str]:
+    paths = [p for p in machine_paths() if p not in ("/",)]
+    return sorted({p for s in _strings(data) for p in paths if p in s})
+
+
+# -- read and write ----------------------------------------------------------------------
+def write_doc(doc: ResultsDoc, path: Path | None = None) -> Path:
+    """Validate ``doc`` and write it (atomically) to ``path``, default ``<results_dir>/<model>.json``."""
+    data = ResultsDoc.model_validate(doc.dump()).dump()  # validated as it will be read back
+    leaked = find_machine_paths(data)
+    if leaked:
+        raise TutorialError(f"results for {doc.model} hold paths of this machine ({', '.join(leaked)}); "
+                            "scrub them before writing")
+    out = Path(path or results_dir() / f"{doc.model}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def read_doc(path: str | Path) -> ResultsDoc:
+    """Read and validate one results document; one clear line when it is not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TutorialError(f"{path}: no such results document") from None
+    except json.JSONDecodeError as exc:
+        raise TutorialError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    version = data.get("schema") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise TutorialError(f"{path}: results schema {version!r}, this code reads schema {SCHEMA_VERSION}")
+    try:
+        return ResultsDoc.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise TutorialError(f"{path}: {loc}: {first['msg']}") from None
+
+
+def this_build(model: str) -> ResultsDoc | None:
+    path = results_dir() / f"{model}.json"
+    return read_doc(path) if path.is_file() else None
+
+
+def recorded(model: str, directory: Path | None = None, errors: list[str] | None = None) -> list[ResultsDoc]:
+    """Documents recorded for ``model`` on other hardware, oldest first.
+
+    A file this code cannot read (another schema version, a broken edit) is left out, with one
+    line in ``errors`` (if given): an old recording never breaks a build."""
+    d = Path(directory or recorded_dir()) / model
+    docs = []
+    for p in sorted(d.glob("*.json")):
+        try:
+            docs.append(read_doc(p))
+        except TutorialError as exc:
+            if errors is not None:
+                errors.append(str(exc))
+    return sorted(docs, key=lambda doc: doc.provenance.built_at)

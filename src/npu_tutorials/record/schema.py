@@ -1,0 +1,318 @@
+"""The results document: what one tutorial run measured, with where and how.
+
+Measurement steps fill a :class:`ResultsDoc`; every table and plot on a page is
+a view of it (:mod:`npu_tutorials.views`).  It is validated when written and
+when read, holds no path of the machine that made it, and is versioned
+(``schema``), so a document recorded on an NPU runner last month renders the
+same way as this build's.  ``docs/source/results-schema.md`` is generated from
+these models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from ..core.model import StrictModel
+from .schema_base import Stat
+from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Tuning, TuningRow
+
+SCHEMA_VERSION = 2
+
+
+class Device(StrictModel):
+    index: int
+    name: str
+    memory_gib: float | None = None
+
+
+class Machine(StrictModel):
+    """Facts good enough to compare builds: which machine, which devices, which software."""
+
+    backend: Literal["npu", "cuda", "cpu"]
+    cpu_model: str
+    cpu_count: int
+    cpu_native_bf16: bool
+    memory_gib: float | None = None
+    devices: list[Device] = []
+    visible_devices: str | None = Field(None, description="ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES as inherited")
+    soc: str | None = None
+    driver: str | None = None
+    cann: str | None = None
+    versions: dict[str, str | None] = {}
+    python: str = ""
+    host_threads: int | None = Field(None, description="CPU threads the fp32 reference and CPU baselines used")
+
+    @property
+    def device_label(self) -> str:
+        if self.backend == "cpu" or not self.devices:
+            return f"{self.cpu_model} ({self.cpu_count} cores)"
+        names = sorted({d.name for d in self.devices})
+        return f"{' / '.join(names)} x {len(self.devices)}"
+
+    @property
+    def slug(self) -> str:
+        """A file-name key for 'this kind of machine' (results/<model>/<slug>.json)."""
+        import re
+
+        if self.backend == "cpu":
+            base = f"cpu-{self.cpu_model}-{self.cpu_count}c-{'bf16' if self.cpu_native_bf16 else 'nobf16'}"
+        else:
+            base = f"{self.backend}-{self.devices[0].name if self.devices else 'unknown'}"
+        return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-")
+
+
+class WeightsInfo(StrictModel):
+    kind: Literal["real", "stand-in"]
+    source: str
+    label: str
+    hub_id: str | None = None
+    revision: str | None = None
+    seed: int | None = None
+    sha256: str | None = None
+    config: dict[str, Any] = Field({}, description="the shape fields of the served config.json")
+
+
+class StepCost(StrictModel):
+    step: str
+    seconds: float
+
+
+class Provenance(StrictModel):
+    built_at: str = Field(description="UTC, start of the tutorial")
+    git_commit: str
+    backend: Literal["npu", "cuda", "cpu"]
+    device: str
+    machine: Machine
+    weights: WeightsInfo | None = None
+    profile: Literal["full", "quick"]
+    engine_dtype: str
+    wall_time_s: float = 0.0
+    status: Literal["running", "complete", "failed"] = Field(
+        description="failed: the run stopped part-way; its sections hold what it measured until then")
+    failure: str | None = None
+    recorded_despite: str | None = Field(None, description="make record REASON=...: why this run was recorded "
+                                                           "although it failed the regression gate")
+
+
+# -- sections ----------------------------------------------------------------------------
+class Conditions(StrictModel):
+    """The conditions of this build beside the card's (the report's)."""
+
+    profile: Literal["full", "quick"]
+    dtype: str
+    dtype_note: str = ""
+    eager: bool
+    build_changes: list[str] = Field([], description="what this build changed from the card, and why")
+
+
+class ServingCheckpoint(StrictModel):
+    route: str = Field(description="'as is' or 'converted to <arch>'")
+    why: str = ""
+
+
+class Server(StrictModel):
+    command: str = Field(description="the command this build ran, weights path replaced by <weights>")
+    base_url: str
+    startup_s: float
+    models: list[str]
+    logprobs_form: str | None = None
+
+
+class OfflineExample(StrictModel):
+    code: str
+    prompt: str
+    text: str
+    wall_s: float
+
+
+class Functional(StrictModel):
+    endpoint: Literal["completions", "chat"]
+    prompt: str
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class BenchConditions(StrictModel):
+    num_prompts: int
+    input_len: int
+    output_len: int
+    request_rate: float | str
+    max_concurrency: int | None = None
+
+
+class Benchmark(StrictModel):
+    name: str
+    conditions: BenchConditions
+    command: str = Field(description="vllm bench serve, as a reader would run it")
+    summary: dict[str, float] = Field(description="vLLM's own metric names: output_throughput, mean_ttft_ms, ...")
+    ttft_ms: list[float] = []
+    tpot_ms: list[float] = []
+    itl_ms: list[float] = []
+    repeats: int = 1
+    output_throughput: Stat | None = Field(None, description="over repeats, where the run was repeated")
+
+
+class Histogram(StrictModel):
+    edges: list[float]
+    counts: list[int]
+
+
+class PositionError(StrictModel):
+    """One position's near-tie view: the reference's top-1/top-2 margin beside the engine's error there."""
+
+    position: int | None = None
+    top1_match: float
+    top1_tie: bool = Field(False, description="the choices differ, but the reference's token ties the engine's "
+                                              "best value exactly: not a flip")
+    engine_top1: int
+    reference_top1: int
+    reference_top2_margin: float
+    max_abs_err: float
+    err_spread: float = Field(description="max - min of engine - reference over the vocabulary")
+    decisive: bool = Field(description="the margin exceeds the engine's error: a flip here would be a fault")
+    kl_nats: float
+    compared_as: str = Field(description="'logits' or 'logprobs' (the form the engine returned)")
+
+
+class LogitsRow(StrictModel):
+    prompt: str
+    num_tokens: int
+    nmse_pct: float
+    cosine: float
+    top1_match: float
+    top1_tie: bool = Field(False, description="the choices differ, but the reference's token ties the engine's "
+                                              "best value exactly: not a flip")
+    top5_overlap: float
+    max_abs_err: float
+    mean_abs_err: float
+    err_spread: float = 0.0
+    kl_nats: float
+    engine_top1: int
+    reference_top1: int
+    reference_top2_margin: float
+    decisive: bool | None = Field(None, description="the reference's top-1/top-2 margin exceeds the error here")
+    compared_as: str = "logits"
+
+
+class Check(StrictModel):
+    metric: str
+    measured: str
+    threshold: str
+    passed: bool
+
+
+class LogitsAgreement(StrictModel):
+    rows: list[LogitsRow]
+    summary: dict[str, float | int | str | None]
+    thresholds: dict[str, float]
+    checks: list[Check]
+    passed: bool
+    compared_form: str = Field("raw logits", description="raw logits, or log-probabilities on both sides")
+    engine_dtype: str
+    error_histogram: Histogram
+    scatter_reference: list[float] = []
+    scatter_engine: list[float] = []
+
+
+class ForwardConsistency(StrictModel):
+    num_tokens: int
+    positions: int
+    top1_pct: float
+    top1_decisive_pct: float | None = None
+    decisive_positions: int | None = None
+    ties: int | None = Field(None, description="positions where the reference's token ties the engine's best value")
+    flips: int | None = None
+    flips_at_decisive: int | None = None
+    per_position: list[PositionError] = []
+    ppl_engine: float
+    ppl_reference: float
+    ppl_rel_diff_pct: float
+    cosine: float
+    kl_nats: float
+    thresholds: dict[str, float]
+    checks: list[Check]
+    passed: bool
+    compared_form: str = "raw logits"
+    engine_dtype: str = ""
+
+
+class TextRow(StrictModel):
+    prompt: str
+    engine_text: str
+    reference_text: str
+    engine_ids: list[int]
+    reference_ids: list[int]
+    exact: bool
+    first_divergence: int | None
+    char_similarity: float = Field(description="difflib character ratio, not a semantic judgement")
+    match_rate: float
+    margin_at_divergence: float | None = None
+    error_at_divergence: PositionError | None = None
+    first_token_error: PositionError | None = Field(None, description="the comparison at this prompt's first "
+                                                                      "generated position")
+
+
+class TextAgreement(StrictModel):
+    """Greedy outputs, engine vs reference (text consistency, greedy agreement)."""
+
+    num_tokens: int
+    chat: bool
+    rows: list[TextRow]
+    checks: list[Check] = []
+    passed: bool | None = None
+    engine_dtype: str = ""
+
+
+class TaskRow(StrictModel):
+    question: str
+    expected: str
+    output: str
+    correct: bool
+
+
+class TaskScore(StrictModel):
+    source: str
+    rows: list[TaskRow]
+    correct: int
+    total: int
+    max_tokens: int
+    truncated: int = Field(0, description="answers cut off by max_tokens")
+    meaningful_for_model_quality: bool
+
+
+class Results(StrictModel):
+    conditions: Conditions | None = None
+    serving_checkpoint: ServingCheckpoint | None = None
+    offline_example: OfflineExample | None = None
+    server: Server | None = None
+    functional: Functional | None = None
+    benchmark: Benchmark | None = None
+    logits_agreement: LogitsAgreement | None = None
+    forward_consistency: ForwardConsistency | None = None
+    text_consistency: TextAgreement | None = None
+    qa: TaskScore | None = None
+    gsm: TaskScore | None = None
+    greedy_agreement: TextAgreement | None = None
+    input_length_sweep: list[LengthPoint] | None = None
+    concurrency_sweep: list[ConcurrencyPoint] | None = None
+    efficiency: Efficiency | None = None
+    tuning: Tuning | None = None
+    server_warnings: list[str] | None = None
+    e2e_config: str | None = None
+    costs: list[StepCost] = []
+
+
+class ResultsDoc(StrictModel):
+    schema_: int = Field(SCHEMA_VERSION, alias="schema")
+    model: str = Field(description="the model card's key")
+    provenance: Provenance
+    results: Results = Results()
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def dump(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,90 @@
+"""The results document's performance sections: sweeps, efficiency, tuning (see :mod:`.schema`)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..core.model import StrictModel
+from .schema_base import Stat
+
+
+class LengthPoint(StrictModel):
+    input_len: int
+    prefill_ms: Stat
+    tpot_ms: Stat
+    ttft_concurrent_ms: Stat
+    concurrent_requests: int
+
+
+class ConcurrencyPoint(StrictModel):
+    concurrency: int
+    output_throughput: Stat
+    tpot_ms: Stat
+    ttft_ms: Stat
+    speedup: float
+    efficiency: float
+
+
+class DecodeBytes(StrictModel):
+    """Bytes one decode step of one sequence reads."""
+
+    matrices: float
+    vectors: float = Field(0, description="biases and norms")
+    embedding_row: float = Field(description="one row of an untied input embedding")
+    lm_head: float = Field(description="the output projection (the tied table, in full, where tied)")
+    weights: float = 0
+    kv_cache: float = Field(description="the KV cache at context_len tokens")
+    total: float
+    context_len: float
+    dtype: str
+    tied: bool = False
+
+
+class Baseline(StrictModel):
+    """Plain transformers generate on the same conditions as the vLLM figure beside it."""
+
+    batch: int
+    input_len: int
+    output_len: int
+    dtype: str
+    device: str
+    output_tokens_per_s: Stat
+    vllm_output_tokens_per_s: Stat
+    speedup: float
+
+
+class Efficiency(StrictModel):
+    decode_bytes: DecodeBytes
+    tpot_ms: Stat
+    achieved_bytes_per_s: float
+    measured_bandwidth: float | None
+    bandwidth_method: str
+    nominal_bandwidth: float | None = None
+    nominal_source: str | None = None
+    fraction: float | None
+    baselines: list[Baseline] = []
+
+
+class TuningRow(StrictModel):
+    name: str
+    flags: list[str]
+    env: dict[str, str] = {}
+    knobs: list[str] = Field([], description="the card's knobs this configuration adds to graph mode")
+    startup_s: float
+    tpot_ms: Stat
+    throughput_c1: Stat
+    throughput_high: Stat | None = None
+    high_concurrency: int | None = None
+    fraction: float | None = None
+
+
+class Tuning(StrictModel):
+    rows: list[TuningRow]
+    best: str = ""
+    skipped: dict[str, str] = Field({}, description="knobs of this backend not measured in this build, and why")
+    build_env: dict[str, str] = Field({}, description="the variables the knobs set, as this build's environment "
+                                                      "had them before any knob (every row has them)")
+    fixed_overhead_ms: float | None = Field(None, description="TPOT of a tiny model of the same architecture")
+    bandwidth_bound_ms: float | None = Field(None, description="bytes a decode step reads / measured bandwidth")
+    limit: str = ""
+    command: str = Field("", description="the copy-paste command of the best configuration")

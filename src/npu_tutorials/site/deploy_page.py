@@ -1,0 +1,176 @@
+"""The "Deploy it yourself" section of a tutorial page, as reStructuredText, from :mod:`.deploy`'s steps."""
+
+from __future__ import annotations
+
+from ..engine import commands as C
+from ..engine import devices
+from ..inputs.cards import Card
+from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, multi_card, reader_place, serve_argv,
+                             steps, targets)
+
+
+# -- reStructuredText --------------------------------------------------------------------------------
+
+def _indent(text: str, n: int) -> str:
+    pad = " " * n
+    return "\n".join(pad + line if line.strip() else "" for line in text.splitlines())
+
+
+def _code(text: str, lang: str = "bash", caption: str | None = None) -> str:
+    opts = f"   :caption: {caption}\n" if caption else ""
+    return f".. code-block:: {lang}\n{opts}\n{_indent(text, 3)}\n"
+
+
+def _step_rst(i: int, step: Step) -> str:
+    parts = [f"**{i}. {step.title}.**" + (f" {step.note}" if step.note else "") + "\n"]
+    if step.lang == "python":
+        parts.append(_code(step.text, "python", step.file))
+        parts.append(_code(step.run))
+    else:
+        parts.append(_code(step.text))
+    return "\n".join(parts)
+
+
+def _notes_rst(card: Card) -> str:
+    notes = []
+    if card.deploy.base_model:
+        cv = card.deploy.chat_variant
+        where = " / ".join(f"{h} ``{r.id}``" for h, r in (("ModelScope", cv.modelscope),
+                                                           ("Hugging Face", cv.huggingface)) if r)
+        notes.append(f"{card.name} is a base model (pretrained, not instruction-tuned): the requests below are "
+                     f"plain completions. For chat, serve the Instruct variant ({where}) with the same commands "
+                     "and send ``/v1/chat/completions`` requests.")
+    notes += card.deploy.notes
+    if not notes:
+        return ""
+    return ".. note::\n\n" + "\n\n".join(_indent(f"- {n}", 3) for n in notes) + "\n"
+
+
+def _multi_rst(card: Card, backend: str) -> str:
+    n = card.deploy.cards
+    parts = [f"**Several cards.** Three ways to use {n} cards of one host{' (replace the container of step 1 by one with all of them)' if backend == 'npu' else ''}:\n"]
+    if backend == "npu":
+        parts.append(_code(C.format_docker(container_argv(card, devices=range(n), multi_card=True))))
+        a3 = devices.FAMILY["a3"]
+        parts.append(f"Each ``--device /dev/davinciN`` is one chip: ``ASCEND_RT_VISIBLE_DEVICES`` and the "
+                     f"tensor-parallel size count chips, not cards, and an {a3.label} card holds "
+                     f"{a3.chips_per_card} of them (``npu-smi info`` lists Chip 0 and 1 per NPU; "
+                     f"``/dev/davinci0`` to ``/dev/davinci{a3.chips - 1}`` on an {a3.label} host). As "
+                     "vllm-ascend's multi-card docker line does, the container shares the host's network "
+                     "(``--net=host``: HCCL between the chips, and the ports below need no ``-p``) and mounts "
+                     "the driver's ``hccn_tool`` (the chips' network settings).\n")
+    for r in multi_card(card, backend):
+        parts.append(f"*{r.title}*: {r.why}\n")
+        parts.append(_code(r.text))
+    return "\n".join(parts)
+
+
+def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | None:
+    """The copy-paste serve command with the best knobs the newest NPU build of ``card`` measured:
+    ``(argv, env, document, row)``, or None where no NPU build recorded a tuning section."""
+    from ..record.results import recorded
+    from ..measure.tuning_plan import measured_best
+
+    found = measured_best(recorded(card.key)) if card.tuning else None
+    if found is None:
+        return None
+    doc, row = found
+    return C.deploy_argv(card, "npu", extra=row.flags), {**C.serve_env(card, "npu"), **row.env}, doc, row
+
+
+def serve_commands(card: Card) -> list[list[str]]:
+    """Every copy-paste serve command the page shows (tests parse each with vLLM's parser)."""
+    out = [serve_argv(card, b, reader_place(card)) for b in BACKENDS]
+    for b in ("npu", "cuda"):
+        out += [r.argv for r in multi_card(card, b)]
+    tuned = tuned_npu(card)  # the NPU tab's measured best combination, where an NPU build recorded one
+    return out + ([tuned[0]] if tuned else [])
+
+
+def _tuned_rst(card: Card, serve_step: int) -> str:
+    """The NPU tab's measured tuning: the best combination an NPU build recorded, marked with where and when
+    it was measured, or a line saying that nothing is measured yet."""
+    from ..measure.tuning_plan import select_knobs
+
+    planned = select_knobs(card, "npu", "full", environ={}, exists=lambda path: True)
+    if not (planned.run or planned.skipped):
+        return ""
+    tuned = tuned_npu(card)
+    if tuned is None:
+        apart = "".join(f" Not on this model: {k} ({why})." for k, why in planned.skipped.items())
+        return ("**Tuned (measured).** Nothing is measured yet: no NPU build of this page has recorded its tuning "
+                f"section, so step {serve_step} is vllm-ascend's default graph mode. On an NPU, the page's tuning "
+                "section measures each of these knobs alone, then the best combination: "
+                f"{', '.join(k.name for k in planned.run)}.{apart}\n")
+    argv, env, doc, row = tuned
+    p = doc.provenance
+    when = (f"on {p.device} on {p.built_at[:10]} ({p.profile} profile, vllm-ascend "
+            f"{p.machine.versions.get('vllm_ascend') or 'version not recorded'})")
+    if not row.knobs:
+        return (f"**Tuned (measured).** None of the knobs this page measures helped beyond the spread {when}: "
+                f"step {serve_step}, graph mode with vllm-ascend's defaults, was the best measured.\n")
+    return (f"**Tuned (measured).** The best combination this page measured, {' + '.join(row.knobs)}, {when} "
+            f"('{row.name}' in its tuning table); to use it, run this in place of step {serve_step}:\n\n"
+            + _code(C.format_command(argv, env, exports=True)))
+
+
+def _tab_rst(card: Card, backend: str) -> str:
+    parts = [f"**Versions.** These commands target {targets(backend)}\n"]
+    if backend == "npu" and C.needs_conversion(card, backend):
+        note = C.NATIVE_NPU_NOTE.format(arch=card.architecture, vllm=C.VLLM_ASCEND_STACK['vllm'])
+        parts.append(f"{note[0].upper()}{note[1:]}; the commands below use the converted checkpoint, which needs "
+                     "no remote code.\n")
+    tab_steps = steps(card, backend)
+    for i, step in enumerate(tab_steps, 1):
+        parts.append(_step_rst(i, step))
+    if backend == "npu":
+        tuned = _tuned_rst(card, 1 + [s.key for s in tab_steps].index("serve"))
+        if tuned:
+            parts.append(tuned)
+        p = devices.FAMILY["310p"]
+        parts.append(f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image and ``--dtype {p.dtype}``: it "
+                     "has no bfloat16 (graph mode works there too).\n")
+    if backend == "cpu":
+        parts.append("On a CPU without AVX512-BF16 or AMX (``lscpu | grep -o 'avx512_bf16\\|amx_bf16'`` prints "
+                     "nothing), bfloat16 is emulated and several times slower than float32: serve with "
+                     "``--dtype float32`` there. Stop the server with Ctrl-C.\n")
+    else:
+        parts.append(_multi_rst(card, backend))
+    return "\n".join(parts)
+
+
+def _download_rst(card: Card) -> str:
+    tabs = [f".. tab-item:: {hub}\n   :sync: {hub.lower().replace(' ', '-')}\n\n{_indent(_code(cmd), 3)}\n"
+            for hub, cmd in C.download_commands(card).items()]
+    return (f"**Download the weights** into ``{C.local_dir(card)}`` (one of):\n\n.. tab-set::\n   :sync-group: hub\n\n"
+            + _indent("\n".join(tabs), 3) + "\n")
+
+
+def _conditions_rst(card: Card) -> str:
+    report = ("The report ran eager mode (``--enforce-eager``, no graph compilation), and so do this page's "
+              "measurements" if card.serve.enforce_eager else
+              "The report's serve flags (the model card) have no ``--enforce-eager``; this site's CPU builds "
+              "run eager all the same, to keep the build short")
+    return (
+        f"**Graph or eager.** The commands above run graph mode, the production default. {report} (see "
+        "*this build ran* on the page). Graph mode (ACL graphs on vllm-ascend, CUDA graphs on GPUs, "
+        "torch.compile on the CPU) decodes faster once started. Add ``--enforce-eager`` "
+        "(``enforce_eager=True`` in ``vllm.LLM``) for the fastest start and the least memory, to reproduce "
+        "the report's conditions, or to debug.\n\n"
+        "``--host 0.0.0.0`` listens on every interface of the host: the API has no authentication, so keep "
+        "the port behind a firewall, or add ``--api-key`` (then pass it as the client's ``api_key``) and use "
+        "``--host 127.0.0.1`` on a shared machine.\n")
+
+
+def deploy_rst(card: Card) -> str:
+    """The page's "Deploy it yourself" section: notes, download, then NPU / GPU / CPU tabs."""
+    tabs = [f".. tab-item:: {LABELS[b]}\n   :sync: {b}\n\n{_indent(_tab_rst(card, b), 3)}\n" for b in BACKENDS]
+    intro = (f"Every block below works when pasted in order on a host of its tab's kind: they all use the folder "
+             f"``{C.local_dir(card)}``, the served model name ``{card.serve.served_model_name}`` and port "
+             f"{DEFAULT_PORT}. The test suite runs the CPU tab, step by step, with only the host's paths "
+             "and the port changed, on a tiny stand-in of the model in place of the download "
+             "(``tests/test_deploy.py`` with ``npu_tutorials.engine.deploy.cpu_set``).\n")
+    notes = _notes_rst(card)
+    return "\n".join(x for x in (intro, notes, _download_rst(card),
+                                 "**Then, on your host:**\n\n.. tab-set::\n\n" + _indent("\n".join(tabs), 3) + "\n",
+                                 _conditions_rst(card)) if x)

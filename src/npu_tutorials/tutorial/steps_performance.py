@@ -1,0 +1,140 @@
+"""Steps that measure speed: latency against input length, throughput against concurrency, efficiency."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ..measure import efficiency, reference
+from ..engine.bench import run_seed, run_serving_benchmark
+from ..inputs.cards import BenchProfile
+from ..core.errors import TutorialError
+from ..record.schema import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Stat
+
+
+def _ms(values) -> list[float]:
+    return [1000.0 * v for v in values]
+
+
+class PerformanceSteps:
+    @property
+    def sweep(self):
+        if not self.card.sweeps:
+            raise TutorialError(f"cards/{self.card.key}.yaml has no sweeps section")
+        return self.card.sweeps[self.profile_name]
+
+    def _bench(self, prof: BenchProfile, name: str):
+        return run_serving_benchmark(self._server_for("performance"), prof, model=self.card.serve.served_model_name,
+                                     tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps", name=name,
+                                     worker=self.bench_worker)
+
+    def input_length_sweep(self) -> list[LengthPoint]:
+        """Per input length: requests one at a time (TTFT = prefill latency, TPOT = decode), then all at once."""
+        reference.release()  # the engine needs the memory under load more than the reference does now
+        sw, rows = self.sweep, []
+        with self.step("input-length sweep"):
+            for n_in in self.progress.iterate(sw.input_lens, "input length point"):
+                alone = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
+                                                 output_len=sw.sweep_output_len, max_concurrency=1), f"len{n_in}-c1")
+                together = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
+                                                    output_len=sw.sweep_output_len), f"len{n_in}-all")
+                rows.append(LengthPoint(input_len=n_in, prefill_ms=Stat.of(_ms(alone.data["ttfts"])),
+                                        tpot_ms=Stat.of(alone.per_request_tpot_ms()),
+                                        ttft_concurrent_ms=Stat.of(_ms(together.data["ttfts"])),
+                                        concurrent_requests=sw.requests_per_point))
+        self.results.input_length_sweep = rows
+        return rows
+
+    def _point(self, n: int, name: str) -> tuple[Stat, Stat, Stat]:
+        """(output throughput over repeated runs, TPOT and TTFT over their requests) at concurrency ``n``,
+        on the card's base conditions for this profile."""
+        sw, base = self.sweep, self.profile
+        runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds * n), input_len=base.input_len,
+                                         output_len=base.output_len, max_concurrency=n), f"{name}{n}-r{r}")
+                for r in range(max(1, sw.repeats))]
+        return (Stat.of([r.data["output_throughput"] for r in runs]),
+                Stat.of([t for r in runs for t in r.per_request_tpot_ms()]),
+                Stat.of([t for r in runs for t in _ms(r.data["ttfts"])]))
+
+    def concurrency_sweep(self) -> list[ConcurrencyPoint]:
+        """Output throughput at each concurrency (``repeats`` runs of ``rounds`` x concurrency requests, at least 2)."""
+        reference.release()
+        rows = []
+        with self.step("concurrency sweep"):
+            for n in self.progress.iterate(self.sweep.concurrency, "concurrency point"):
+                thr, tpot, ttft = self._point(n, "conc")
+                rows.append(ConcurrencyPoint(concurrency=n, output_throughput=thr, tpot_ms=tpot, ttft_ms=ttft,
+                                             speedup=1.0, efficiency=1.0))
+        one = rows[0].output_throughput.median
+        for r in rows:
+            r.speedup = r.output_throughput.median / one
+            r.efficiency = r.speedup / r.concurrency
+        self.results.concurrency_sweep = rows
+        return rows
+
+    def efficiency(self) -> Efficiency:
+        """Roofline fraction at concurrency 1, and plain transformers on the same conditions.
+
+        Stops the server first: the bandwidth probe and the baseline each run on the device in a
+        process of their own that has exited before anything else uses it."""
+        from ..engine import bandwidth, isolated
+
+        conc = self.results.concurrency_sweep
+        if not conc:
+            raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
+        one = next(r for r in conc if r.concurrency == 1)
+        if self.server is not None:
+            self.server.stop()
+        with self.step("bandwidth probe"):
+            bw = bandwidth.measure(self.backend, self.env.device_name, env={**os.environ, **self.device_env})
+        base = self.profile
+        config = json.loads((self.serve_path / "config.json").read_text())
+        d = efficiency.decode_bytes(config, self.dtype, efficiency.mean_decode_context(base.input_len, base.output_len))
+        decode = DecodeBytes(**{k: d[k] for k in DecodeBytes.model_fields})
+        achieved = decode.total / (one.tpot_ms.median / 1000.0)
+        reference.release()  # the baseline loads the model again; do not hold two copies
+        device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
+        top = max(r.concurrency for r in conc)
+        points = [one, next(r for r in conc if r.concurrency == top)]
+        # the prompts the first vLLM run at each concurrency sent, the first b of them; one model load for all
+        spec = [dict(batch=p.concurrency, input_len=base.input_len, output_len=base.output_len,
+                     bench_seed=run_seed(f"conc{p.concurrency}-r0"),
+                     bench_num_prompts=max(2, self.sweep.rounds * p.concurrency)) for p in points]
+        sizes = " and ".join(str(p.concurrency) for p in points)
+        with self.step(f"transformers baseline, batch {sizes} (the same prompts, lengths, dtype, device)"):
+            res = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput_points", str(self.serve_path),
+                                spec, device, self.dtype, repeats=max(1, self.sweep.repeats), threads=self.threads,
+                                preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
+                                env={**os.environ, **self.device_env},
+                                what=f"the transformers baseline (batch {sizes})")
+        baselines = []
+        for point, r in zip(points, res):
+            thr = Stat.of(r["output_tokens_per_s_runs"])
+            baselines.append(Baseline(batch=point.concurrency, input_len=base.input_len, output_len=base.output_len,
+                                      dtype=self.dtype, device=device, output_tokens_per_s=thr,
+                                      vllm_output_tokens_per_s=point.output_throughput,
+                                      speedup=point.output_throughput.median / thr.median))
+        out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
+                         measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
+                         nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
+                         fraction=achieved / bw.measured_bytes_per_s if bw.measured_bytes_per_s else None,
+                         baselines=baselines)
+        self.results.efficiency = out
+        return out
+
+    def known_limitations(self) -> list[str]:
+        """Warnings the server printed in this build (deduplicated): what this backend ignored or lacked."""
+        seen: dict[str, str] = {}
+        lines = [line for log in sorted(self.artifacts.glob("server-*.log")) for line in
+                 log.read_text(errors="replace").splitlines()]
+        for line in lines:
+            m = re.search(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)", line)
+            if m:
+                key = re.sub(r"\d+(\.\d+)?", "N", m.group(2))[:220]
+                seen.setdefault(key, m.group(2)[:220])
+        from ..record.results import scrub
+
+        out = [scrub(v, self.path_placeholders()) for v in seen.values()]
+        self.results.server_warnings = out
+        return out

@@ -1,0 +1,156 @@
+"""Performance tuning, measured: the report's conditions beside a tuned deployment.
+
+Every configuration runs the same measurement (:meth:`PerformanceSteps._point`) at
+concurrency 1 and at the sweep's highest concurrency: TPOT with its spread, output
+throughput, and the fraction of the measured bandwidth roofline, counting the bytes
+a decode step actually reads.  Each of the card's knobs for this backend is measured
+alone on top of graph mode, then the knobs that helped beyond the spread, combined
+(:mod:`.tuning_plan` decides which servers and which knobs).  The fixed per-token
+overhead comes from a tiny model of the same architecture served the same way (its
+weights are negligible), so the time per token splits into a bandwidth-bound part and
+that overhead.
+"""
+
+from __future__ import annotations
+
+from ..engine.commands import CONVERTED_ARCHS
+from ..core.errors import TutorialError
+from ..record.schema import Tuning, TuningRow
+from ..measure.tuning_plan import GRAPH
+
+GRAPH_MODE = {"npu": "ACL graph (vllm-ascend's default without --enforce-eager)",
+              "cuda": "CUDA graphs (vLLM's default without --enforce-eager)",
+              "cpu": "torch.compile (vLLM's default without --enforce-eager)"}
+
+
+class TuningSteps:
+    def _decode_bytes(self, config: dict) -> float:
+        from ..measure.efficiency import decode_bytes, mean_decode_context
+
+        p = self.profile
+        return float(decode_bytes(config, self.dtype, mean_decode_context(p.input_len, p.output_len))["total"])
+
+    def _fraction(self, bytes_: float, tpot_ms: float, bw: float | None) -> float | None:
+        return (bytes_ / (tpot_ms / 1000.0)) / bw if bw else None
+
+    def _knob_env(self, env: dict[str, str]) -> dict[str, str]:
+        """A configuration's environment as its server gets it: a preload goes in front of the build's own."""
+        import os
+
+        from ..inputs.knobs import resolve_env
+
+        return resolve_env(env, "", {**os.environ, **self.run_env})
+
+    def _measure_config(self, srv, bytes_: float, bw: float | None) -> TuningRow:
+        """Start the server of one configuration (graph mode plus ``srv``'s flags and environment) and measure
+        it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points where its own
+        server was this configuration."""
+        top = max(self.sweep.concurrency)
+        if srv.reused:
+            conc = {p.concurrency: p for p in self.results.concurrency_sweep}
+            thr1, tpot1, thr_top = conc[1].output_throughput, conc[1].tpot_ms, conc[top].output_throughput
+            startup = self.results.server.startup_s
+        else:
+            mode = f" ({GRAPH_MODE[self.backend]})" if srv.name == GRAPH else ""
+            with self.step(f"tuning: {srv.name}{mode}"):
+                self._launch(self.dtype, f"server start, {srv.name}", graphs=True, flags=list(srv.flags),
+                             env=self._knob_env(srv.env), label=f"-tune{len(self.results.tuning.rows)}")
+                tag = f"tune{len(self.results.tuning.rows)}-"
+                thr1, tpot1, _ = self._point(1, tag)
+                thr_top, _, _ = self._point(top, tag)
+                startup = self.server.startup_s
+                self.server.stop()
+        return TuningRow(name=srv.name, flags=list(srv.flags), env=dict(srv.env), knobs=list(srv.knobs),
+                         startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
+                         high_concurrency=top, fraction=self._fraction(bytes_, tpot1.median, bw))
+
+    def _measure_knobs(self, srv, bytes_: float, bw: float | None) -> TuningRow | None:
+        """:meth:`_measure_config` for a configuration with knobs: one whose server does not start or dies
+        is recorded as not measured, with the server's own first line, and the section goes on."""
+        try:
+            return self._measure_config(srv, bytes_, bw)
+        except TutorialError as exc:
+            if self.server is not None:
+                self.server.stop()
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
+            return None
+
+    def tuning(self) -> Tuning:
+        """Measure the report's conditions (eager), graph mode, graph mode plus each of the card's knobs for
+        this backend alone (in the profiles the card names), then the knobs that helped, combined, and the
+        fixed overhead on a tiny model of the same architecture served in the best configuration.  Which
+        servers and which knobs: :mod:`npu_tutorials.measure.tuning_plan`."""
+        import json
+        import os
+
+        from ..measure import tuning_plan as plan
+        from ..engine.commands import deploy_argv, format_command, serve_env
+        from ..inputs.standin import ensure_standin, tiny_config
+
+        t = self.card.tuning
+        if t is None:
+            raise TutorialError(f"cards/{self.card.key}.yaml has no tuning section")
+        eff = self.results.efficiency
+        bw = eff.measured_bandwidth if eff else None
+        config = json.loads((self.serve_path / "config.json").read_text())
+        bytes_ = self._decode_bytes(config)
+        self.results.tuning = out = Tuning(rows=[])
+        if self.server is not None:
+            self.server.stop()
+        rows = out.rows
+        conc = {p.concurrency for p in self.results.concurrency_sweep or []}
+        swept = 1 in conc and max(self.sweep.concurrency) in conc and self.results.server is not None
+        environ = {**os.environ, **self.run_env}
+        servers, sel = plan.tuning_servers(self.card, self.backend, self.profile_name, environ=environ,
+                                           sweep_mode=("eager" if self._eager else "graph") if swept else None)
+        out.skipped = dict(sel.skipped)
+        out.build_env = {v: environ.get(v, "") for k in sel.run for v in k.env}
+        by_name = {k.name: k for k in sel.run}
+        measured = []
+        for srv in servers:
+            row = self._measure_knobs(srv, bytes_, bw) if srv.knobs else self._measure_config(srv, bytes_, bw)
+            if row is not None:
+                rows.append(row)
+                measured += [(by_name[srv.knobs[0]], row)] if srv.knobs else []
+        base = plan.graph_row(rows)
+        combo = plan.best_combination(measured, base)
+        if len(combo) >= 2:
+            row = self._measure_knobs(plan.combination_server(combo), bytes_, bw)
+            rows += [row] if row is not None else []
+        best = plan.pick_best(rows[1:], base)
+        if t.overhead_model:
+            with self.step("tuning: fixed overhead on a tiny model of the same architecture"):
+                tiny = ensure_standin(self.card, config=tiny_config(self.card.config), label="tiny")
+                tiny_path = tiny.path
+                if self.card.architecture in CONVERTED_ARCHS:  # served converted, as the model itself is
+                    from ..inputs.convert import ensure_converted
+
+                    tiny_path = ensure_converted(tiny.path)
+                self._launch(self.dtype, "server start, tiny model, graph mode", graphs=True, flags=best.flags,
+                             env=self._knob_env(best.env), model=tiny_path, label="-tiny")
+                _, tiny_tpot, _ = self._point(1, "tune-tiny-")
+                self.server.stop()
+            out.fixed_overhead_ms = tiny_tpot.median
+            if bw:
+                out.bandwidth_bound_ms = 1000.0 * bytes_ / bw
+        argv = deploy_argv(self.card, self.backend, extra=best.flags)
+        out.command = format_command(argv, {**serve_env(self.card, self.backend), **best.env}, exports=True)
+        out.best = best.name
+        out.limit = self._limit_text(best, out)
+        return out
+
+    def _limit_text(self, best: TuningRow, t: Tuning) -> str:
+        if t.fixed_overhead_ms is None or t.bandwidth_bound_ms is None:
+            return ""
+        tpot = best.tpot_ms.median
+        other = tpot - t.bandwidth_bound_ms - t.fixed_overhead_ms
+        dominant = max([(t.bandwidth_bound_ms, "the memory bandwidth"), (t.fixed_overhead_ms, "the fixed overhead"),
+                        (other, "the time not explained by either")])[1]  # the largest of the three parts
+        return (f"Per token in '{best.name}': {tpot:.1f} ms = {t.bandwidth_bound_ms:.1f} ms bandwidth-bound "
+                f"(bytes read / measured bandwidth) + {t.fixed_overhead_ms:.1f} ms fixed overhead (the tiny "
+                f"model's TPOT: scheduling, sampling, kernel launches) + {other:.1f} ms not explained by either "
+                f"(compute and bandwidth below the probe's). {dominant[0].upper() + dominant[1:]} dominates "
+                "on this build's device.")
+
+

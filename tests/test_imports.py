@@ -1,0 +1,161 @@
+"""The package's layers hold: read every module's imports (statically, with ``ast``) and fail on an import
+cycle between modules, on a layer importing a higher one, and on a module importing another module's
+private (``_name``) names.  Also: no module over 400 lines.
+
+The layers, lowest first (``npu_tutorials/__init__.py`` says the same)::
+
+    core -> inputs -> engine -> record -> measure -> checks -> views -> tutorial -> site
+
+A module may import its own layer and the ones before it.  Imports under ``if TYPE_CHECKING:`` never run,
+so they count for the layers but not for cycles.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "src" / "npu_tutorials"
+LAYERS = ["core", "inputs", "engine", "record", "measure", "checks", "views", "tutorial", "site"]
+MAX_LINES = 400
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:  # the package itself: it re-exports the error type, nothing else
+        return 0
+    assert parts[1] in LAYERS, f"{module}: not in a layer subpackage (add it to one of {LAYERS})"
+    return LAYERS.index(parts[1])
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                lines.update(range(sub.lineno, sub.end_lineno + 1))
+    return lines
+
+
+def imports(module: str) -> list[tuple[str, str | None, int, bool]]:
+    """(imported module, name imported from it or None, line, whether it runs) for each import in ``module``
+    of a module of this package."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    typing_only = _type_checking_lines(tree)
+    out = []
+    for node in ast.walk(tree):
+        runs = node_lineno(node) not in typing_only
+        if isinstance(node, ast.Import):
+            out += [(a.name, None, node.lineno, runs) for a in node.names if a.name in MODULES]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target not in MODULES:
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out.append((sub, None, node.lineno, runs) if sub in MODULES else (target, a.name, node.lineno, runs))
+    return out
+
+
+def node_lineno(node: ast.AST) -> int:
+    return getattr(node, "lineno", 0)
+
+
+def graph(runtime_only: bool = True) -> dict[str, set[str]]:
+    return {m: {t for t, _, _, runs in imports(m) if t != m and (runs or not runtime_only)} for m in MODULES}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    for m in MODULES:
+        layer(m)
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_no_layer_imports_a_higher_one():
+    upward = [f"{m} ({LAYERS[layer(m)]}) imports {t} ({LAYERS[layer(t)]}) at line {line}"
+              for m in MODULES for t, _, line, _ in imports(m) if layer(t) > layer(m)]
+    assert upward == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    private = []
+    for m in MODULES:
+        for t, name, line, _ in imports(m):
+            if t != m and name is not None and name.startswith("_") and not name.startswith("__"):
+                private.append(f"{m}:{line} imports {t}.{name}")
+        # a private name reached through an imported module: ``from . import x`` ... ``x._helper``
+        tree = ast.parse(MODULES[m].read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    aliases[a.asname or a.name] = a.name
+        modules_bound = {alias for alias, name in aliases.items()
+                         if any(t.endswith("." + name) for t, n, _, _ in imports(m) if n is None)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in modules_bound and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                private.append(f"{m}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert private == []
+
+
+def test_no_module_over_400_lines():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_the_walk_finds_what_it_should(tmp_path, monkeypatch):
+    """The checks are not vacuous: a planted cycle, upward import and private import are all found."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert "npu_tutorials.engine.server" in graph()["npu_tutorials.engine.bench"]
+    assert layer("npu_tutorials.site.pages") > layer("npu_tutorials.views.base") > layer("npu_tutorials.core.errors")
