@@ -146,7 +146,7 @@ def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
     build = tmp_path / "b"
     _page(build, "qwen2_5_0_5b", '<div class="sphx-glr-script-out"></div><pre>Traceback (most recent call last):'
                                  '\nopenai.APIConnectionError</pre>')
-    for stem in ("palmyra_mini", "qwen_1_8b_chat"):
+    for stem in ("palmyra_mini", "qwen_1_8b_chat", "qwen3_0_6b"):
         _page(build, stem, f'<div class="{NOT_EXECUTED_MARK}">Not executed in this build</div>')
     venv = Path(sys.executable).parents[1]
     # -o: the running venv is never rebuilt (a tree whose files are newer than .ready would delete it)
@@ -172,6 +172,7 @@ def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
     write_doc(make_doc(built_at="2026-11-28T09:00:00+00:00"), build / "results" / "qwen2.5-0.5b.json")
     _page(build, "palmyra_mini", "<p>no output, no label</p>")
     _page(build, "qwen_1_8b_chat", f'<div class="{NOT_EXECUTED_MARK}"></div>')
+    _page(build, "qwen3_0_6b", f'<div class="{NOT_EXECUTED_MARK}"></div>')
     problems = check(build, strict=False)
     assert problems == ["palmyra_mini: the page shows no output and does not say that it was not executed",
                         "qwen2_5_0_5b: the page's provenance does not match qwen2.5-0.5b.json (stale page or JSON)"]
@@ -186,11 +187,11 @@ def test_changing_one_card_reruns_only_its_tutorial(tmp_path, monkeypatch):
     gallery = tmp_path / "g"
     gallery.mkdir()
     monkeypatch.setenv("TUTORIAL_WEIGHTS", "stand-in")
-    for stem in ("palmyra_mini", "qwen2_5_0_5b", "qwen_1_8b_chat"):
+    stems = ("palmyra_mini", "qwen2_5_0_5b", "qwen3_0_6b", "qwen_1_8b_chat")
+    for stem in stems:
         (gallery / f"{stem}.py.md5").write_text("x")
-    assert sorted(rerun.invalidate_changed_tutorials(gallery)) == ["palmyra_mini", "qwen2_5_0_5b",
-                                                                          "qwen_1_8b_chat"]
-    for stem in ("palmyra_mini", "qwen2_5_0_5b", "qwen_1_8b_chat"):
+    assert sorted(rerun.invalidate_changed_tutorials(gallery)) == sorted(stems)
+    for stem in stems:
         (gallery / f"{stem}.py.md5").write_text("x")
     assert rerun.invalidate_changed_tutorials(gallery) == []  # nothing changed
 
