@@ -23,4 +23,4 @@ def test_the_facade_steps_the_contributing_page_lists_exist_and_are_documented()
     assert len(names) > 10
     for n in names:
         assert (getattr(Tutorial, n).__doc__ or "").strip(), n
-    assert "gallery/_template.py" in page and (ROOT / "gallery" / "_template.py").is_file()
+    assert "tutorial_template.py" in page and (ROOT / "docs" / "source" / "tutorial_template.py").is_file()

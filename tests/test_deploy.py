@@ -79,8 +79,7 @@ def test_write_generated_writes_every_deploy_section(tmp_path):
         assert p in written and p.read_text() == deploy_page.deploy_rst(load_card(key))
 
 
-@pytest.mark.parametrize("script", sorted(p for p in (ROOT / "gallery").glob("*.py") if not p.name.startswith("_")),
-                         ids=lambda p: p.stem)  # _template.py is a template, no tutorial
+@pytest.mark.parametrize("script", sorted((ROOT / "gallery").glob("*.py")), ids=lambda p: p.stem)
 def test_gallery_pages_have_a_deploy_section_and_label_the_build_commands(script):
     from npu_tutorials.inputs.gallery_index import tutorials
 

@@ -38,7 +38,7 @@ def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
 
 @pytest.mark.engine
 def test_the_contributing_guides_template_runs(tmp_path):
-    """gallery/_template.py (shown on the contributing page) executes end to end on the tiny stand-in and
+    """docs/source/tutorial_template.py (shown on the contributing page) executes end to end on the tiny stand-in and
     writes a complete results document whose logits verdict passes."""
     import os
 
@@ -52,7 +52,7 @@ def test_the_contributing_guides_template_runs(tmp_path):
     tiny = ensure_standin(card, config=tiny_config(card.config), label="tiny")
     env = {**os.environ, local_path_var(card): str(tiny.path), "TUTORIAL_RESULTS_DIR": str(tmp_path / "results"),
            "MPLBACKEND": "Agg"}
-    p = subprocess.run([sys.executable, "gallery/_template.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "docs/source/tutorial_template.py"], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=1200)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     doc = read_doc(tmp_path / "results" / "qwen2.5-0.5b.json")

@@ -3,8 +3,8 @@
 ====================================================
 
 A paragraph of why: what the model is, which report this page replaces, and
-what the page does while the site is built.  (sphinx-gallery skips files whose
-name starts with ``_``: copy this one to ``gallery/<key with underscores>.py``.)
+what the page does while the site is built.  (Copy this file to
+``gallery/<key with underscores>.py``: every script there is a tutorial.)
 """
 
 # %%
