@@ -10,9 +10,10 @@ card, its weights, its own server, then the steps its page runs for those
 figures (:func:`npu_tutorials.record.headline.gated_steps`: the benchmark at the
 report's conditions with the card's repeats, or the concurrency sweep and the
 roofline), in a scratch build folder.  Writes
-``repeatability-<model>-<machine slug>.json``: every run's headline figures,
-and per figure the gate's limit they support (its resolution: the smallest
-regression it catches) and the leave-one-out false-alarm count.  The gate uses
+``repeatability-<model>-<machine slug>.json``: every run's headline figures
+(it prints, and the methods page shows, the gate's limit they support, its
+resolution: the smallest regression it catches, and the leave-one-out
+false-alarm count; both derived by ``gate.resolution``).  The gate uses
 a record only with at least ``gate.MIN_RUNS`` runs.
 """
 
@@ -78,10 +79,7 @@ def main() -> int:
         print(f"run {i + 1}/{a.runs}: " + "; ".join(f.short() for f in figs.values()), flush=True)
     keys = sorted(set.intersection(*(set(r["headline"]) for r in runs)))
     values = {k: [r["headline"][k]["median"] for r in runs] for k in keys}
-    better = {k: b for k, _, _, b in gate.METRICS}
-    limits = gate.limits_for(card, gate.Noise(len(runs), values, "these runs"))
-    floors = gate.limits_for(card)
-    alarms = {k: gate.leave_one_out_false_alarms(values[k], better[k], floors[k]) for k in keys}
+    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs"))
     p = first
     w = p.weights
     doc = {
@@ -92,19 +90,16 @@ def main() -> int:
                        "weights": w.label if w else "–", "tiny": a.tiny},
         "steps": steps,
         "runs": runs,
-        "headline_runs": values,
-        "resolution": {k: limits[k] for k in keys},
-        "card_limits": {k: floors[k] for k in keys},
-        "false_alarms": {k: list(v) for k, v in alarms.items()},
-        "safety": gate.SAFETY,
+        "headline_runs": values,  # the data; the gate and the methods page derive the limits from it
     }
     a.out_dir.mkdir(parents=True, exist_ok=True)
     out = a.out_dir / f"repeatability-{card.key}-{p.machine.slug}.json"
     out.write_text(json.dumps(doc, indent=2) + "\n")
     for k in keys:
         v = values[k]
-        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): "
-              f"gate limit {limits[k]} (card {floors[k]}); leave-one-out false alarms {alarms[k][0]}/{alarms[k][1]}")
+        r = res[k]
+        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit "
+              f"{r['limit']} (card {r['card']}); leave-one-out false alarms {r['false_alarms'][0]}/{r['false_alarms'][1]}")
     print(f"wrote {out}")
     return 0
 

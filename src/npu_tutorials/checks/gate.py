@@ -32,7 +32,10 @@ from ..record.schema import ResultsDoc
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
                   "roofline_fraction": 0.95}
 MIN_RUNS = 5
-SAFETY = 1.5  # the limit is this many times the largest log-ratio seen between two unchanged runs
+# The limit is this many times the largest log-ratio seen between two unchanged runs on one machine: the
+# margin beyond it covers what one machine's runs cannot show (another host of the same kind; the runs of
+# unchanged builds of this session differed from the last session's records by up to 4 % in throughput).
+SAFETY = 2.0
 _BETTER = {key: better for key, _, _, better in METRICS}
 _LABEL = {key: label for key, label, _, _ in METRICS}
 
@@ -134,6 +137,15 @@ def limits_for(card: Card, noise: Noise | None = None) -> dict[str, float]:
         if n is not None:
             limits[key] = round(_wider(limits[key], n, _BETTER[key]), 3)
     return limits
+
+
+def resolution(card: Card, noise: Noise) -> dict[str, dict]:
+    """Per gated figure of ``noise``: the gate's limit (its resolution: the smallest regression it catches),
+    the card's own limit, and the leave-one-out false alarms (alarms, comparisons)."""
+    limits, floors = limits_for(card, noise), limits_for(card)
+    return {k: {"limit": limits[k], "card": floors[k],
+                "false_alarms": leave_one_out_false_alarms(v, _BETTER[k], floors[k])}
+            for k, v in noise.values.items() if k in limits}
 
 
 # -- accuracy as numbers -----------------------------------------------------------------

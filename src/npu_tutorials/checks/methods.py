@@ -143,7 +143,8 @@ def negative_controls_markdown() -> str:
 def repeatability_markdown() -> str:
     """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
     resolution) and the leave-one-out false alarms."""
-    from .gate import read_noise_record, NoiseRecordError
+    from ..inputs.cards import load_card
+    from .gate import Noise, NoiseRecordError, read_noise_record, resolution
 
     d = Path(recorded_dir()) / "methods"
     paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
@@ -162,9 +163,10 @@ def repeatability_markdown() -> str:
                 f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs.", "",
                 "| figure | each run's median | apart (max / min - 1) | gate limit (resolution) | card's limit | "
                 "leave-one-out false alarms |", "|---|---|---|---|---|---|"]
+        res = resolution(load_card(p["model"]), Noise(len(rec["runs"]), rec["headline_runs"], path.name))
         for k, v in rec["headline_runs"].items():
-            fa = rec["false_alarms"].get(k, [0, 0])
+            r = res[k]
             out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
-                       f"{rec['resolution'][k]} | {rec['card_limits'][k]} | {fa[0]} of {fa[1]} |")
+                       f"{r['limit']} | {r['card']} | {r['false_alarms'][0]} of {r['false_alarms'][1]} |")
         out.append("")
     return "\n".join(out)
