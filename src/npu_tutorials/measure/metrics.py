@@ -24,7 +24,9 @@ sides go through log-softmax, and normalized MSE and cosine are taken after
 removing each vector's mean over the vocabulary (otherwise the common
 -log(vocab) offset of log-probabilities dominates both and they cannot fail;
 centred log-probabilities equal centred logits, so the figures match a
-raw-logits comparison up to the engine's rounding).
+comparison of the centred raw logits up to the engine's rounding; the
+raw-logits figures themselves are uncentred, as the reports define them, and
+can read higher where the logits share a large common offset).
 
 Near-ties: a top-1 flip needs the engine's error on the runner-up minus its
 error on the reference's top-1 to exceed the reference's top-1/top-2 margin.
