@@ -101,7 +101,8 @@ show.sweep_plot()
 # At concurrency 1 every decoded token reads all the weights once, so the
 # memory bandwidth bounds the speed.  Beside it, the same checkpoint through
 # plain transformers ``generate`` on the same device: the baseline you would
-# otherwise use.
+# otherwise use.  The baseline goes beyond the report: a quick CPU build
+# shows it as a recorded build measured it, and says which.
 tut.efficiency()
 show.efficiency_table()
 
@@ -117,7 +118,9 @@ show.efficiency_table()
 # concurrency 1 with its spread, output throughput at 1 and at the sweep's
 # highest concurrency, the fraction of the bandwidth roofline reached, and
 # the start-up time.  A tiny model of the same architecture, served the same
-# way, measures the fixed per-token overhead.
+# way, measures the fixed per-token overhead.  Tuning goes beyond the report
+# and costs minutes on a CPU: a quick CPU build shows the tuning a recorded
+# build measured (its date, machine, profile and commit under the table).
 tut.tuning()
 show.tuning_table()
 

@@ -61,6 +61,19 @@ class Table:
         return "\n".join(lines)
 
 
+class Note:
+    """One paragraph in place of a table or plot: what is not there, and why."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return f'<p class="tut-caveat"><strong>Note:</strong> {html.escape(self.text)}</p>'
+
+    def __repr__(self) -> str:
+        return f"Note: {self.text}"
+
+
 class Verdict:
     """PASS / FAIL lines against thresholds, with a banner when the result is not meaningful."""
 

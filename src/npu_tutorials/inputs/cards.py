@@ -182,6 +182,8 @@ class Sweep(FrozenModel):
     rounds: int = Field(default=2, gt=0)  # requests per run at a concurrency point = max(2, rounds x concurrency)
     repeats: int = Field(default=3, gt=0)  # runs per concurrency point: throughput is their median
     baseline_new_tokens: int = Field(gt=0)
+    transformers_baseline: bool = Field(default=True, description="measure the transformers baseline in this "
+                                        "profile; otherwise the page shows a recorded one with its provenance")
 
     @field_validator("concurrency")
     @classmethod
@@ -227,6 +229,9 @@ class TuningSpec(FrozenModel):
     cpu: bool = Field(default=True, description="also on CPU builds (graph compilation costs minutes there)")
     knobs: list[Knob] = []
     knob_profiles: list[Literal["full", "quick"]] = ["full"]
+    profiles: list[Literal["full", "quick"]] = Field(default=["full", "quick"], description="the profiles that "
+                                                     "measure tuning; the others show a recorded one with its "
+                                                     "provenance")
     overhead_model: bool = Field(default=True, description="measure the fixed per-token overhead on a tiny "
                                                            "model of the same architecture")
 

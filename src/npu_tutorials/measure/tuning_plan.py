@@ -173,7 +173,8 @@ def measured_best(docs: Sequence) -> tuple | None:
     """``(document, best row)`` of the newest complete NPU build that measured tuning knobs, else None."""
     for doc in sorted(docs, key=lambda d: d.provenance.built_at, reverse=True):
         t = doc.results.tuning
-        if doc.provenance.backend == "npu" and doc.provenance.status == "complete" and t and t.best:
+        copied = "tuning" in doc.results.from_records  # shown from another record: that one counts
+        if doc.provenance.backend == "npu" and doc.provenance.status == "complete" and t and t.best and not copied:
             row = row_named(t.rows, t.best)
             if row is not None:
                 return doc, row

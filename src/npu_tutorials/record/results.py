@@ -173,3 +173,44 @@ def recorded(model: str, directory: Path | None = None, errors: list[str] | None
             if errors is not None:
                 errors.append(str(exc))
     return sorted(docs, key=lambda doc: doc.provenance.built_at)
+
+
+# -- sections a quick build shows from a record --------------------------------------------------
+def _section(doc: ResultsDoc, section: str):
+    """The measured value of ``section`` in ``doc`` (None where it has none)."""
+    r = doc.results
+    if section == "tuning":
+        return r.tuning
+    if section == "transformers_baseline":
+        return r.efficiency.baselines if r.efficiency and r.efficiency.baselines else None
+    raise ValueError(f"no recorded section {section!r}")
+
+
+def _same_weights(a, b) -> bool:
+    if a is None or b is None or a.kind != b.kind:
+        return False
+    return (a.hub_id, a.revision) == (b.hub_id, b.revision) if a.kind == "real" else a.seed == b.seed
+
+
+def section_from_records(doc: ResultsDoc, section: str, records: list[ResultsDoc], why: str):
+    """``section``'s value and provenance (:class:`FromRecord`) from the record that fits ``doc`` best, or
+    ``(None, None)``.  Fits: the same backend, engine dtype and weights (real: id and revision; stand-in: seed);
+    best: the same machine kind, then the newest.  A record that itself copied the section passes on the
+    provenance of the build that measured it."""
+    from .schema import FromRecord
+
+    p = doc.provenance
+    fits = [d for d in records if _section(d, section) is not None and d.provenance.backend == p.backend
+            and d.provenance.engine_dtype == p.engine_dtype and _same_weights(d.provenance.weights, p.weights)]
+    if not fits:
+        return None, None
+    best = max(fits, key=lambda d: (d.provenance.machine.slug == p.machine.slug, d.provenance.built_at))
+    q = best.provenance
+    file = f"results/{best.model}/{q.machine.slug}.json"
+    origin = best.results.from_records.get(section)
+    if origin is None:
+        origin = FromRecord(file=file, built_at=q.built_at, git_commit=q.git_commit, machine=q.machine.device_label,
+                            slug=q.machine.slug, profile=q.profile, engine_dtype=q.engine_dtype, why=why)
+    else:
+        origin = origin.model_copy(update={"file": file, "why": why})
+    return _section(best, section), origin

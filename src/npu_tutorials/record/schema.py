@@ -96,6 +96,20 @@ class Provenance(StrictModel):
                                                            "although it failed the regression gate")
 
 
+class FromRecord(StrictModel):
+    """A section this build did not measure, shown from an earlier build's record with that build's provenance
+    (a copy of a copy keeps the build that measured it)."""
+
+    file: str = Field(description="the record it was read from (results/<model>/<machine kind>.json)")
+    built_at: str = Field(description="when the build that measured it started (UTC)")
+    git_commit: str
+    machine: str = Field(description="the machine that measured it, in words")
+    slug: str = Field(description="that machine's kind (the record's file name)")
+    profile: Literal["full", "quick"]
+    engine_dtype: str
+    why: str = Field(description="why this build did not measure it")
+
+
 # -- sections ----------------------------------------------------------------------------
 class Conditions(StrictModel):
     """The conditions of this build beside the card's (the report's)."""
@@ -304,6 +318,11 @@ class Results(StrictModel):
     server_warnings: list[str] | None = None
     e2e_config: str | None = None
     costs: list[StepCost] = []
+    from_records: dict[str, FromRecord] = Field(
+        {}, description="sections (tuning, transformers_baseline) this build's profile leaves to the full one, "
+                        "shown from a recorded build of the same backend, dtype and weights kind")
+    not_measured: dict[str, str] = Field({}, description="sections this build did not measure and no record "
+                                                         "holds, with why")
 
 
 class ResultsDoc(StrictModel):

@@ -290,6 +290,24 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
             self.progress.say(f"left out a recorded document: {e}")
         return docs
 
+    def from_record(self, section: str, why: str):
+        """``section`` (``tuning`` or ``transformers_baseline``) as an earlier build recorded it (``results/``),
+        for a profile that leaves it to the full one: the value and its provenance go into this document
+        (``results.from_records``), or, with no fitting record, ``results.not_measured`` says so.  Returns the
+        value or None."""
+        from ..record.results import recorded, section_from_records
+
+        value, origin = section_from_records(self.doc, section, recorded(self.card.key), why)
+        if origin is None:
+            self.results.not_measured[section] = (f"{why}; no build recorded it for {self.backend}, {self.dtype} "
+                                                  f"and these weights (results/{self.card.key}/)")
+            self.progress.say(f"{section}: not measured in this build, and no record holds it")
+        else:
+            self.results.from_records[section] = origin
+            self.progress.say(f"{section}: not measured in this build; shown as {origin.file} recorded it "
+                              f"(built {origin.built_at} on {origin.machine})")
+        return value
+
     def noise(self):
         """The between-run noise recorded for this build's machine kind, model, profile and dtype
         (:func:`gate.measured_noise`), or None; a record the gate refuses joins :attr:`recorded_errors`."""

@@ -74,11 +74,12 @@ class PerformanceSteps:
         return rows
 
     def efficiency(self) -> Efficiency:
-        """Roofline fraction at concurrency 1, and plain transformers on the same conditions.
+        """Roofline fraction at concurrency 1, and plain transformers on the same conditions (in a profile
+        whose sweep sets ``transformers_baseline: false``, the recorded baseline: :meth:`from_record`).
 
         Stops the server first: the bandwidth probe and the baseline each run on the device in a
         process of their own that has exited before anything else uses it."""
-        from ..engine import bandwidth, isolated
+        from ..engine import bandwidth
 
         conc = self.results.concurrency_sweep
         if not conc:
@@ -93,8 +94,26 @@ class PerformanceSteps:
         d = efficiency.decode_bytes(config, self.dtype, efficiency.mean_decode_context(base.input_len, base.output_len))
         decode = DecodeBytes(**{k: d[k] for k in DecodeBytes.model_fields})
         achieved = decode.total / (one.tpot_ms.median / 1000.0)
+        out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
+                         measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
+                         nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
+                         fraction=achieved / bw.measured_bytes_per_s if bw.measured_bytes_per_s else None)
+        self.results.efficiency = out
+        if self.sweep.transformers_baseline:
+            out.baselines = self._transformers_baseline(conc)
+        else:
+            out.baselines = self.from_record("transformers_baseline", f"the {self.profile_name} profile leaves the "
+                                             "transformers baseline to the full one (TUTORIAL_PROFILE=full)") or []
+        return out
+
+    def _transformers_baseline(self, conc) -> list[Baseline]:
+        """Plain transformers ``generate`` at concurrency 1 and the sweep's highest, on the prompts vLLM got."""
+        from ..engine import isolated
+
+        base = self.profile
         reference.release()  # the baseline loads the model again; do not hold two copies
         device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
+        one = next(r for r in conc if r.concurrency == 1)
         top = max(r.concurrency for r in conc)
         points = [one, next(r for r in conc if r.concurrency == top)]
         # the prompts the first vLLM run at each concurrency sent, the first b of them; one model load for all
@@ -115,13 +134,7 @@ class PerformanceSteps:
                                       dtype=self.dtype, device=device, output_tokens_per_s=thr,
                                       vllm_output_tokens_per_s=point.output_throughput,
                                       speedup=point.output_throughput.median / thr.median))
-        out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
-                         measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
-                         nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
-                         fraction=achieved / bw.measured_bytes_per_s if bw.measured_bytes_per_s else None,
-                         baselines=baselines)
-        self.results.efficiency = out
-        return out
+        return baselines
 
     def known_limitations(self) -> list[str]:
         """Warnings the server printed in this build (deduplicated): what this backend ignored or lacked."""

@@ -76,11 +76,12 @@ class TuningSteps:
             self.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
             return None
 
-    def tuning(self) -> Tuning:
+    def tuning(self) -> Tuning | None:
         """Measure the report's conditions (eager), graph mode, graph mode plus each of the card's knobs for
         this backend alone (in the profiles the card names), then the knobs that helped, combined, and the
         fixed overhead on a tiny model of the same architecture served in the best configuration.  Which
-        servers and which knobs: :mod:`npu_tutorials.measure.tuning_plan`."""
+        servers and which knobs: :mod:`npu_tutorials.measure.tuning_plan`.  In a profile the card's
+        ``tuning.profiles`` leaves out, the recorded tuning instead (:meth:`from_record`), or None."""
         import json
         import os
 
@@ -91,6 +92,10 @@ class TuningSteps:
         t = self.card.tuning
         if t is None:
             raise TutorialError(f"cards/{self.card.key}.yaml has no tuning section")
+        if self.profile_name not in t.profiles:
+            self.results.tuning = self.from_record(
+                "tuning", f"the {self.profile_name} profile leaves tuning to the full one (TUTORIAL_PROFILE=full)")
+            return self.results.tuning
         eff = self.results.efficiency
         bw = eff.measured_bandwidth if eff else None
         config = json.loads((self.serve_path / "config.json").read_text())

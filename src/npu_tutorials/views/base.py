@@ -7,7 +7,7 @@ from typing import Any
 from ..inputs.cards import Card
 from ..core.errors import TutorialError
 from ..record.schema import Check, ResultsDoc
-from ..core.tables import Verdict
+from ..core.tables import Note, Verdict
 from ..inputs.weights import STANDIN_VERDICT
 
 
@@ -46,6 +46,21 @@ class BaseViews:
             raise TutorialError(f"the results of {self.doc.model} have no '{section}' section: "
                                 "run its measurement step first (or this document predates it)")
         return value
+
+    def recorded_note(self, section: str) -> str:
+        """For a section shown from an earlier build's record (``results.from_records``): which build, where,
+        and why this one did not measure it; '' for a section this build measured."""
+        o = self.r.from_records.get(section)
+        if o is None:
+            return ""
+        return (f"Not measured in this build ({o.why}): as the build of {o.built_at[:16].replace('T', ' ')} UTC "
+                f"on {o.machine} ({o.profile} profile, {o.engine_dtype}, commit {o.git_commit[:10]}) recorded it "
+                f"in {o.file}.")
+
+    def absent(self, section: str) -> Note | None:
+        """A note where this build did not measure ``section`` and no record holds it, else None."""
+        why = self.r.not_measured.get(section)
+        return Note(f"Not measured in this build: {why}.") if why else None
 
     def reported(self, key: str) -> dict:
         """The report's figures for ``key`` (from the card; never this build's)."""

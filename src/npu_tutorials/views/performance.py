@@ -76,9 +76,14 @@ class PerformanceViews(BaseViews):
         note = ("At concurrency 1 a decode step reads every weight matrix once, one row of the input embedding, "
                 "lm_head, and the KV cache of its context: those bytes over the median TPOT are the bandwidth "
                 "achieved. ")
+        recorded = self.recorded_note("transformers_baseline")
         if cond:
             note += (f"Baseline and vLLM ran the same conditions: {cond.input_len} input and {cond.output_len} output "
-                     f"tokens, {cond.dtype}, on {cond.device}, in this build.")
+                     f"tokens, {cond.dtype}, on {cond.device}, "
+                     + ("in the recording build (its own vLLM figure beside it). " + recorded if recorded
+                        else "in this build."))
+        elif self.absent("transformers_baseline"):
+            note += self.absent("transformers_baseline").text
         return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers "
                                              "baseline", note=note)
 
@@ -86,6 +91,8 @@ class PerformanceViews(BaseViews):
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
         from ..measure.tuning_plan import graph_row, verdict
 
+        if self.absent("tuning"):
+            return self.absent("tuning")
         t = self.need("tuning")
         base = graph_row(t.rows)
         rows = [[r.name, " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or "(card defaults)",
@@ -93,7 +100,9 @@ class PerformanceViews(BaseViews):
                  _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else verdict(r, base)]
                 for r in t.rows]
         high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
-        notes = ["Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction counts "
+        recorded = self.recorded_note("tuning")
+        notes = [recorded] if recorded else []
+        notes += ["Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction counts "
                  "the bytes a decode step reads (see the efficiency table). Against graph mode: better or worse "
                  f"when TPOT at 1 or throughput at {high or 'the highest concurrency'} moved beyond the spread of "
                  "both (interquartile ranges apart), mixed when both ways. The knobs that were better combine "
@@ -110,7 +119,8 @@ class PerformanceViews(BaseViews):
             notes.append(t.limit)
         return Table(["configuration", "flags and environment", "TPOT at 1 (ms)", "tok/s at 1",
                       f"tok/s at {high or '–'}", "roofline fraction", "start-up", "vs graph mode"], rows,
-                     caption="The report's conditions beside a tuned deployment, measured in this build",
+                     caption="The report's conditions beside a tuned deployment, "
+                             + ("recorded by an earlier build" if recorded else "measured in this build"),
                      note=" ".join(notes))
 
     def _skipped_knobs(self, t) -> dict[str, str]:
@@ -125,6 +135,8 @@ class PerformanceViews(BaseViews):
         help, and whether this build measured it."""
         from ..inputs.knobs import pinned_label
 
+        if self.absent("tuning"):
+            return self.absent("tuning")
         t = self.need("tuning")
         knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
         if not knobs:
@@ -141,9 +153,17 @@ class PerformanceViews(BaseViews):
 
     def tuning_plot(self):
         """Each tuning configuration's TPOT and throughput."""
-        return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, measured")
+        if self.absent("tuning"):
+            return self.absent("tuning")
+        o = self.r.from_records.get("tuning")
+        return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, "
+                            + (f"recorded {o.built_at[:10]} on {o.machine}" if o else "measured"))
 
     def tuned_command(self) -> str:
-        """The serve command of the best tuned configuration this build measured."""
-        return self.need("tuning").command
+        """The serve command of the best tuned configuration (this build's, or the record's, said in a comment)."""
+        if self.absent("tuning"):
+            return f"# {self.absent('tuning').text}"
+        o = self.r.from_records.get("tuning")
+        head = f"# the best configuration as {o.file} recorded it (built {o.built_at[:10]})\n" if o else ""
+        return head + self.need("tuning").command
 
