@@ -66,7 +66,11 @@ html-noplot: venv
 	$(RUN) $(SPHINX) -D plot_gallery=0
 
 test: venv
-	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest tests
+	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m "not slow" tests
+
+# the other copy-paste routes, the calibration scripts end to end, the template: minutes each
+test-slow: venv
+	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m slow tests
 
 check: venv
 	$(RUN) $(CHECK) --strict $(if $(filter-out 0,$(GATE)),--gate)

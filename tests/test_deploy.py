@@ -39,6 +39,7 @@ from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_ROUTES = ("qwen2.5-0.5b", "qwen-1_8b-chat", "qwen3-0.6b")
+DEFAULT_ROUTE = "qwen2.5-0.5b"  # make test runs this one; make test-slow (CI) the others
 
 
 def _route(card):
@@ -229,7 +230,8 @@ def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize("key", RUN_ROUTES)
+@pytest.mark.parametrize("key", [k if k == DEFAULT_ROUTE else pytest.param(k, marks=pytest.mark.slow)
+                                 for k in RUN_ROUTES])
 def test_the_cpu_set_works_pasted_in_order(key, tmp_path):
     require_vllm()
     from npu_tutorials.inputs.standin import ensure_standin, tiny_config

@@ -183,6 +183,7 @@ def test_killed_during_a_benchmark(wrong, card, tiny, tmp_path):
 
 # -- the recorded ladder's script, end to end ------------------------------------------------
 @pytest.mark.engine
+@pytest.mark.slow  # the checks' verdicts on a wrong checkpoint: test_a_wrong_checkpoint_fails_every_check
 def test_the_script_records_a_cards_ladder(tmp_path):
     """scripts/negative_controls.py on one card: its own checks PASS on its right (tiny, planted) checkpoint
     and FAIL at the rung asked for, and the record carries today's check digest (so make check would not

