@@ -88,11 +88,36 @@ def tiny_spec(tiny):
     return trimmed(combined_spec(eos if isinstance(eos, list) else [eos]))
 
 
+class Replies:
+    """The raw-logits engine, with every reply it gave kept by request: the same request again gets a copy of
+    the same reply (the engine is deterministic: greedy, seeded), so the log-probability form
+    (test_logprobs_form's ``LogprobsEngine``) derives from the very replies the raw run got."""
+
+    def __init__(self, server):
+        self.server, self.kept = server, {}
+
+    def post(self, path, body):
+        import copy
+
+        key = json.dumps([path, body], sort_keys=True)
+        if key not in self.kept:
+            self.kept[key] = self.server.post(path, body)
+        return copy.deepcopy(self.kept[key])
+
+    def __getattr__(self, name):
+        return getattr(self.server, name)
+
+
 @pytest.fixture(scope="session")
-def raw_results(raw_server, card, tiny, tiny_spec):
+def raw_replies(raw_server):
+    return Replies(raw_server)
+
+
+@pytest.fixture(scope="session")
+def raw_results(raw_replies, card, tiny, tiny_spec):
     """Every check of ``tiny_spec`` with the right checkpoint (raw logits): the baseline the
     log-probability run and the negative controls are compared with."""
     from npu_tutorials.checks.controls import run_checks
 
-    return run_checks(raw_server, card.serve.served_model_name, tiny.path, tiny_spec, card.vocab_size,
+    return run_checks(raw_replies, card.serve.served_model_name, tiny.path, tiny_spec, card.vocab_size,
                       keep_reports=True)

@@ -3,7 +3,7 @@
 vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities (its sampler's
 ``raw_logprobs``: the log-softmax of the raw logits).  The log-probability form follows from the raw
 logits, so no second engine is started: :class:`LogprobsEngine` answers every request of the shared
-raw-logits engine (conftest's ``raw_server``) in the form vllm-ascend would.  The form is detected in
+raw-logits engine (conftest's ``raw_server``, its replies kept by request) in the form vllm-ascend would.  The form is detected in
 both, every engine-vs-reference path compares like with like and says which form it compared, and the
 verdicts agree with the raw-logits run (conftest's ``raw_results``).
 """
@@ -43,8 +43,9 @@ class LogprobsEngine:
 
 
 @pytest.fixture(scope="module")
-def lp_server(raw_server):
-    return LogprobsEngine(raw_server)
+def lp_server(raw_replies):
+    """The replies of the raw-logits run (conftest's ``raw_results``), in vllm-ascend's form."""
+    return LogprobsEngine(raw_replies)
 
 
 @pytest.fixture(scope="module")
