@@ -53,9 +53,9 @@ class BaseViews:
         o = self.r.from_records.get(section)
         if o is None:
             return ""
-        return (f"Not measured in this build ({o.why}): as the build of {o.built_at[:16].replace('T', ' ')} UTC "
-                f"on {o.machine} ({o.profile} profile, {o.engine_dtype}, commit {o.git_commit[:10]}) recorded it "
-                f"in {o.file}.")
+        return (f"Not measured in this build: {o.why}. Shown as the build of {o.built_at[:16].replace('T', ' ')} "
+                f"UTC on {o.machine} ({o.profile} profile, {o.engine_dtype}, commit {o.git_commit[:10]}) recorded it "
+                f"in {o.file}; where its notes say 'this build', they mean that one.")
 
     def absent(self, section: str) -> Note | None:
         """A note where this build did not measure ``section`` and no record holds it, else None."""

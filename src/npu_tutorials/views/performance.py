@@ -112,7 +112,8 @@ class PerformanceViews(BaseViews):
                          + ", ".join(f"{k}={v or '(unset)'}" for k, v in t.build_env.items()) + ".")
         skipped = t.skipped or self._skipped_knobs(t)
         if skipped:
-            notes.append("Not measured in this build: " + "; ".join(f"{k}: {why}" for k, why in skipped.items()) + ".")
+            notes.append(f"Not measured in {'that' if recorded else 'this'} build: "
+                         + "; ".join(f"{k}: {why}" for k, why in skipped.items()) + ".")
         if t.best:
             notes.append(f"Best: {t.best}.")
         if t.limit:
