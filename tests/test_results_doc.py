@@ -326,9 +326,20 @@ def test_methods_page_renders_the_recorded_runs(tmp_path, monkeypatch):
         assert all(r["passed"] for r in d["baseline"].values())
     assert "| check | metric | threshold(s) | right checkpoint | embedding/head: first FAIL at rel |" in nc
     assert "**Stale:**" not in nc and "commit `" in nc
+    rp = methods.repeatability_markdown()
+    assert "| figure | each run's median | apart (max / min - 1) | within each run (IQR / median) |" in rp
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path))
     assert methods.negative_controls_markdown().startswith("*No negative-control run is recorded")
     assert methods.repeatability_markdown().startswith("*No repeatability run is recorded")
+
+
+def test_the_spread_within_a_run_is_each_runs_iqr_over_its_median():
+    from npu_tutorials.checks.methods import within_run_spread
+
+    runs = [{"headline": {"tpot": {"median": 100.0, "q1": 90.0, "q3": 130.0}}},
+            {"headline": {"tpot": {"median": 200.0, "q1": 199.0, "q3": 201.0}}}, {"headline": {}}]
+    assert within_run_spread(runs, "tpot") == "40 %, 1 %"
+    assert within_run_spread(runs, "ttft") == "–"
 
 
 def test_the_methods_page_shows_this_builds_margins():

@@ -140,6 +140,17 @@ def negative_controls_markdown() -> str:
     return "\n".join(out)
 
 
+def within_run_spread(runs: list[dict], figure: str) -> str:
+    """Each run's interquartile range over its median for ``figure`` (over what the run's median is over):
+    wide within a run, the median of a few samples jumps between runs; narrow, the runs themselves differ."""
+    parts = []
+    for run in runs:
+        s = run.get("headline", {}).get(figure)
+        if s and s.get("median") and s.get("q1") is not None and s.get("q3") is not None:
+            parts.append(f"{100 * (s['q3'] - s['q1']) / s['median']:.0f} %")
+    return ", ".join(parts) or "–"
+
+
 def repeatability_markdown() -> str:
     """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
     resolution) and the leave-one-out false alarms."""
@@ -161,12 +172,13 @@ def repeatability_markdown() -> str:
         out += [f"### {p['model']} on {p['machine_slug']}, {p['profile']} profile, {p['dtype']}", "",
                 f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
                 f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs.", "",
-                "| figure | each run's median | apart (max / min - 1) | gate limit (resolution) | card's limit | "
-                "leave-one-out false alarms |", "|---|---|---|---|---|---|"]
+                "| figure | each run's median | apart (max / min - 1) | within each run (IQR / median) | "
+                "gate limit (resolution) | card's limit | leave-one-out false alarms |", "|---|---|---|---|---|---|---|"]
         res = resolution(load_card(p["model"]), Noise(len(rec["runs"]), rec["headline_runs"], path.name))
         for k, v in rec["headline_runs"].items():
             r = res[k]
             out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
+                       f"{within_run_spread(rec['runs'], k)} | "
                        f"{r['limit']} | {r['card']} | {r['false_alarms'][0]} of {r['false_alarms'][1]} |")
         out.append("")
     return "\n".join(out)
