@@ -105,6 +105,7 @@ def test_transformers_baseline_states_its_conditions(tiny):
         efficiency.hf_generate_throughput(tiny.path, 1, input_len=4)
 
 
+@pytest.mark.slow  # the quick CPU build shows a recorded baseline; the full profile runs this
 def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(tiny):
     """JSON in, JSON out; the prompts are those `vllm bench serve --seed 7` sends."""
     require_vllm()

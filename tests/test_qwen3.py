@@ -80,6 +80,7 @@ def test_tiny_config_keeps_an_explicit_head_dim(q3):
         tiny_config(q3.config, head_dim=16)
 
 
+@pytest.mark.slow  # the same builder as test_standin's reproducibility test, on the Qwen3 layout
 def test_the_standin_is_deterministic_from_the_seed(q3, tmp_path):
     cfg = tiny_config(q3.config, layers=1)
     a = ensure_standin(q3, config=cfg, cache_dir=tmp_path / "a")
