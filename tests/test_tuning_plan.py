@@ -295,7 +295,7 @@ def test_the_runner_guides_estimate_includes_the_tuning_servers(tmp_path, monkey
     text = gen.read_text()
     n = plan.starts(load_card("palmyra-mini"), "npu", "full", sweep_mode="graph", environ={}, exists=lambda p: True)
     assert n == {"configurations": 11, "combination": 1, "overhead": 1}  # eager + 10 knobs; graph mode is the sweep's
-    assert (f"| palmyra-mini | up to 13: 11 configurations (the report's conditions and each knob alone), at most 1 "
+    assert ("| palmyra-mini | up to 13: 11 configurations (the report's conditions and each knob alone), at most 1 "
             "combination of the knobs that helped, 1 tiny model for the fixed overhead | a server start, then 3 "
             "benchmark runs at concurrency 1 (2 requests) and 3 at 16 (32 requests) | none recorded |") in text
     assert "| qwen2.5-0.5b | none (its card has no tuning section) | | |" in text
