@@ -117,8 +117,9 @@ def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]
                          f"{doc.provenance.weights.kind if doc.provenance.weights else '?'} weights, "
                          f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: nothing to compare")
         elif g.passed:
-            lim = ", ".join(f"{k} {v}" for k, v in limits_for(card, noise).items())
-            notes.append(f"{key}: within the limits ({lim}; {noise.source if noise else 'no noise record'}) of "
+            lim = limits_for(card, noise)
+            seen = "; ".join(f"{c.key} {c.ratio_text()} (limit {lim[c.key]})" for c in g.comparisons)
+            notes.append(f"{key}: within the limits ({seen}; {noise.source if noise else 'no noise record'}) of "
                          f"the baseline of {g.baseline.provenance.built_at}")
         regressions += g.regressions
     return notes, regressions

@@ -16,7 +16,8 @@ from pydantic import ConfigDict, Field
 
 from ..core.model import StrictModel
 from .schema_base import Stat
-from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Tuning, TuningRow
+from .schema_perf import (Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, MachineSpeed, Tuning,  # noqa: F401
+                          TuningRow)
 
 SCHEMA_VERSION = 2
 
@@ -314,6 +315,7 @@ class Results(StrictModel):
     input_length_sweep: list[LengthPoint] | None = None
     concurrency_sweep: list[ConcurrencyPoint] | None = None
     efficiency: Efficiency | None = None
+    machine_speed: MachineSpeed | None = None
     tuning: Tuning | None = None
     server_warnings: list[str] | None = None
     e2e_config: str | None = None
