@@ -10,9 +10,7 @@ card, its weights, its own server, then the steps its page runs for those
 figures (:func:`npu_tutorials.record.headline.gated_steps`: the benchmark at the
 report's conditions with the card's repeats, or the concurrency sweep and the
 roofline), in a scratch build folder.  Writes
-``repeatability-<model>-<machine slug>.json``: every run's headline figures and,
-on the CPU, its machine speed (the gate reads decode figures at equal speed:
-:func:`npu_tutorials.checks.gate.at_speed`)
+``repeatability-<model>-<machine slug>.json``: every run's headline figures
 (it prints, and the methods page shows, the gate's limit they support, its
 resolution: the smallest regression it catches, and the leave-one-out
 false-alarm count; both derived by ``gate.resolution``).  The gate uses
@@ -39,6 +37,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tiny", action="store_true", help="the card's 2-layer test stand-in instead of its own")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "results" / "methods")
+    ap.add_argument("--append", action="store_true",
+                    help="add these runs to the record already there for the same machine kind, model, profile and "
+                         "dtype (runs of another day or host: the spread between sessions joins the gate's noise)")
     a = ap.parse_args()
 
     from npu_tutorials.checks import gate
@@ -77,15 +78,22 @@ def main() -> int:
         figs = headline_figures(tut.doc)
         first = first or tut.doc.provenance
         runs.append({"headline": {k: {**f.stat.model_dump(), "over": f.over} for k, f in figs.items()},
-                     "machine_speed": gate.machine_speed(tut.doc),
+                     "date": tut.doc.provenance.built_at,
+                     "commit": tut.doc.provenance.git_commit, "cpu_id": tut.doc.provenance.machine.cpu_id,
                      "wall_s": round(time.monotonic() - t0, 1)})
         print(f"run {i + 1}/{a.runs}: " + "; ".join(f.short() for f in figs.values()), flush=True)
+    out = a.out_dir / f"repeatability-{card.key}-{first.machine.slug}.json"
+    if a.append and out.is_file():
+        try:
+            earlier = gate.earlier_runs(json.loads(out.read_text()), slug=first.machine.slug, model=card.key,
+                                        profile=first.profile, dtype=first.engine_dtype, steps=steps, name=out.name)
+        except (gate.NoiseRecordError, ValueError) as exc:
+            raise TutorialError(str(exc)) from None
+        runs = earlier + runs
+        print(f"appended to the {len(earlier)} runs of {out.name}", flush=True)
     keys = sorted(set.intersection(*(set(r["headline"]) for r in runs)))
     values = {k: [r["headline"][k]["median"] for r in runs] for k in keys}
-    speeds = [r["machine_speed"] for r in runs]
-    rec = {"headline_runs": values, "machine_speed_runs": speeds if all(speeds) else None}
-    gated = gate.gated_values(rec)
-    res = gate.resolution(card, gate.Noise(len(runs), gated, "these runs"))
+    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs"))
     p = first
     w = p.weights
     doc = {
@@ -97,17 +105,13 @@ def main() -> int:
         "steps": steps,
         "runs": runs,
         "headline_runs": values,  # the data; the gate and the methods page derive the limits from it
-        # each run's machine speed (bytes/s; CPU builds): the gate reads the decode figures at equal speed
-        "machine_speed_runs": rec["machine_speed_runs"],
     }
     a.out_dir.mkdir(parents=True, exist_ok=True)
-    out = a.out_dir / f"repeatability-{card.key}-{p.machine.slug}.json"
     out.write_text(json.dumps(doc, indent=2) + "\n")
     for k in keys:
-        v, g = values[k], gated[k]
+        v = values[k]
         r = res[k]
-        eq = f"; at equal machine speed {100 * (max(g) / min(g) - 1):.1f} %" if g is not v else ""
-        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart{eq}): gate limit "
+        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit "
               f"{r['limit']} (card {r['card']}); leave-one-out false alarms {r['false_alarms'][0]}/{r['false_alarms'][1]}")
     print(f"wrote {out}")
     return 0

@@ -901,6 +901,18 @@ def test_item12_a_kunpeng_host_reads_as_one(monkeypatch, tmp_path):
     with_bf16.write_text(kunpeng.read_text().replace("asimdfhm", "asimdfhm bf16 i8mm"))
     monkeypatch.setattr(backend, "CPUINFO", str(with_bf16))
     assert backend.cpu_has_native_bf16() is True
+    assert backend._cpu_id() is None  # ARM: no x86 family / model lines
+
+
+def test_an_x86_host_records_its_family_model_and_stepping(monkeypatch, tmp_path):
+    """A virtual machine's "model name" ("AMD EPYC") covers several generations; family, model and
+    stepping tell them apart (/proc/cpuinfo as a 2-core AMD EPYC VM of this project prints it)."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                    "model name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\ncpu family\t: 25\nmodel\t\t: 17\n")
+    monkeypatch.setattr(backend, "CPUINFO", str(info))
+    assert backend._cpu_id() == "family 25 model 17 stepping 1"
+    assert backend.describe_environment("cpu").cpu_id == "family 25 model 17 stepping 1"
 
 
 def test_item12_the_build_never_autoloads_torch_npu():

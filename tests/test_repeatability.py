@@ -33,9 +33,6 @@ def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
     assert rec["provenance"]["tiny"] and rec["provenance"]["machine_slug"] in path.name
     # each run's headline is the page's definition (median, spread and what it is over)
     assert all("requests of 3 runs" in r["headline"]["median_tpot_ms"]["over"] for r in rec["runs"])
-    # each run's machine speed (CPU): the probes its benchmark took before each run and after the last
-    assert len(rec["machine_speed_runs"]) == 2 and all(s > 1e8 for s in rec["machine_speed_runs"])
-    assert "at equal machine speed" in p.stdout
     with pytest.raises(NoiseRecordError, match=f"fewer than {MIN_RUNS} independent runs"):
         read_noise_record(path)
 

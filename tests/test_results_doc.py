@@ -250,61 +250,29 @@ def test_measured_noise_sets_the_resolution_and_a_regression_beyond_it_fails(tmp
     assert limits_for(CARD, quiet)["output_throughput"] == 0.95
 
 
-def _with_speed(doc, gbps):
-    from npu_tutorials.record.schema import MachineSpeed
+def test_runs_of_another_session_join_a_record_of_the_same_conditions_only():
+    """``repeatability.py --append``: a record's runs join new ones only under the same machine kind, model,
+    profile, dtype and steps; runs recorded before runs carried a date get the record's."""
+    from npu_tutorials.checks.gate import NoiseRecordError, earlier_runs
 
-    doc.results.machine_speed = MachineSpeed(bytes_per_s=[gbps * 1e9] * 4, how="test probe")
-    return doc
-
-
-def test_decode_figures_are_compared_at_equal_machine_speed():
-    """A host whose read bandwidth is 20 % lower serves decode 20 % slower: at equal machine speed that is
-    no regression.  The same slowdown at the baseline's bandwidth fails; TTFT (prefill) is never corrected;
-    a baseline without probes is compared as measured."""
-    base = _with_speed(make_doc(), 30.0)
-    slower_host = _with_speed(make_doc(throughput=80.0, tpot=25.0), 24.0)
-    g = gate(slower_host, [base], CARD)
-    assert g.passed, g.regressions
-    thr = next(c for c in g.comparisons if c.key == "output_throughput")
-    assert thr.raw_ratio == pytest.approx(0.8) and thr.ratio == pytest.approx(1.0) and thr.speed_ratio == 0.8
-    assert "as measured 0.800" in thr.ratio_text()
-    regressed = gate(_with_speed(make_doc(throughput=80.0, tpot=25.0), 30.0), [base], CARD)
-    assert {c.key for c in regressed.comparisons if c.regressed} == {"output_throughput", "median_tpot_ms"}
-    ttft = gate(_with_speed(make_doc(ttft=65.0), 24.0), [base], CARD)
-    assert [c.key for c in ttft.comparisons if c.regressed] == ["median_ttft_ms"]
-    assert next(c for c in ttft.comparisons if c.key == "median_ttft_ms").speed_ratio is None
-    # one side without probes: as measured
-    assert not gate(slower_host, [make_doc()], CARD).passed
+    rec = {"provenance": {"machine_slug": "cpu-x-2c-bf16", "model": "m", "profile": "quick", "dtype": "bfloat16",
+                          "date": "2026-11-30T19:00:00+00:00", "git_commit": "abc"},
+           "steps": ["benchmark"], "runs": [{"headline": {}}, {"headline": {}, "date": "2026-11-29T01:00:00+00:00"}]}
+    same = dict(slug="cpu-x-2c-bf16", model="m", profile="quick", dtype="bfloat16", steps=["benchmark"])
+    runs = earlier_runs(rec, **same)
+    assert [r["date"][:10] for r in runs] == ["2026-11-30", "2026-11-29"] and runs[0]["commit"] == "abc"
+    for change in ({"slug": "cpu-y-2c-bf16"}, {"profile": "full"}, {"dtype": "float32"}, {"model": "n"},
+                   {"steps": ["concurrency_sweep", "efficiency"]}):
+        with pytest.raises(NoiseRecordError, match="not appending"):
+            earlier_runs(rec, **{**same, **change})
 
 
-def test_a_faster_host_does_not_hide_a_regression():
-    """The correction works both ways: a build on a host 25 % faster that serves only as fast as the
-    baseline has lost 20 % at equal machine speed and fails."""
-    base = _with_speed(make_doc(), 30.0)
-    g = gate(_with_speed(make_doc(), 37.5), [base], CARD)
-    assert {c.key for c in g.comparisons if c.regressed} == {"output_throughput", "median_tpot_ms"}
+def test_the_methods_page_says_over_how_many_days_the_runs_were_taken():
+    from npu_tutorials.checks.methods import _sessions
 
-
-def test_noise_records_are_read_at_equal_machine_speed(tmp_path):
-    """A repeatability record with each run's machine speed: the gate's noise is the spread left after the
-    correction (runs that were slow because the host was slow do not widen the limit)."""
-    from npu_tutorials.checks.gate import gated_values, measured_noise
-
-    rec = {"headline_runs": {"output_throughput": [100.0, 80.0, 90.0], "median_tpot_ms": [20.0, 25.0, 22.2],
-                             "median_ttft_ms": [50.0, 60.0, 55.0]},
-           "machine_speed_runs": [30e9, 24e9, 27e9]}
-    g = gated_values(rec)
-    assert g["output_throughput"] == pytest.approx([90.0, 90.0, 90.0])
-    assert g["median_tpot_ms"] == pytest.approx([20.0 * 30 / 27, 25.0 * 24 / 27, 22.2])
-    assert g["median_ttft_ms"] == [50.0, 60.0, 55.0]
-    assert gated_values({**rec, "machine_speed_runs": None}) is rec["headline_runs"]
-    d = _noise_record(tmp_path, runs=(100.0, 80.0, 90.0, 100.0, 80.0))
-    path = next((d / "methods").glob("*.json"))
-    r = json.loads(path.read_text())
-    r["machine_speed_runs"] = [30e9, 24e9, 27e9, 30e9, 24e9]
-    path.write_text(json.dumps(r))
-    noise = measured_noise(make_doc(), d)
-    assert max(noise.values["output_throughput"]) / min(noise.values["output_throughput"]) == pytest.approx(1.0)
+    assert _sessions([{"date": "2026-11-30T01:00:00+00:00"}] * 3) == ""
+    assert _sessions([{"date": "2026-11-30T01:00:00+00:00"}] * 2 + [{"date": "2026-12-01T01:00:00+00:00"}]) == \
+        ", over 2 days (2026-11-30: 2 runs, 2026-12-01: 1 runs)"
 
 
 def test_noise_records_are_matched_and_refused_by_their_provenance(tmp_path):

@@ -9,13 +9,6 @@ What fails the gate (``make check GATE=1``), one line each:
   shrank to less than half of the baseline's (accuracy is gated as numbers, not only the PASS bit);
 * a recorded baseline or noise record that cannot be read.
 
-**At equal machine speed.**  On the CPU backend a build probes the host's read bandwidth between the
-runs of its gated measurement (``results.machine_speed``).  Decode reads every weight per token, so
-decode throughput and TPOT follow that bandwidth, which drifts by tens of percent between the hours and
-hosts of one machine kind.  Where both documents carry the probe, those two figures are compared at
-equal machine speed (:func:`at_speed`); TTFT (prefill, compute-bound) and the roofline fraction (its own
-probe) are compared as measured.  The repeatability records are normalised the same way, run by run.
-
 **Limits.**  Each headline figure's limit is the card's (``gates``) or :data:`DEFAULT_LIMITS`, widened
 to the between-run noise that ``scripts/repeatability.py`` measured for the same machine kind
 (slug), model, profile and dtype from at least :data:`MIN_RUNS` independent runs (a fresh server
@@ -45,39 +38,6 @@ MIN_RUNS = 5
 SAFETY = 2.0
 _BETTER = {key: better for key, _, _, better in METRICS}
 _LABEL = {key: label for key, label, _, _ in METRICS}
-
-
-# -- machine speed ----------------------------------------------------------------------
-# The figures that follow the host's read bandwidth, and how: +1 scales with it, -1 inversely.
-SPEED_EXPONENT = {"output_throughput": 1, "median_tpot_ms": -1}
-
-
-def machine_speed(doc: ResultsDoc) -> float | None:
-    """The median of the document's machine-speed probes (bytes/s), or None where it took none."""
-    ms = doc.results.machine_speed
-    return ms.median if ms and ms.bytes_per_s else None
-
-
-def at_speed(key: str, value: float, speed: float | None, ref: float | None) -> float:
-    """``value`` (figure ``key``, measured at machine speed ``speed``) as it would read at speed ``ref``:
-    unchanged for a figure that does not follow the bandwidth, or where either speed is unknown."""
-    e = SPEED_EXPONENT.get(key)
-    if not e or not speed or not ref:
-        return value
-    return value * (ref / speed) ** e
-
-
-def gated_values(rec: dict) -> dict[str, list[float]]:
-    """A repeatability record's per-run figures, each at the runs' median machine speed where the record
-    carries each run's probe (``machine_speed_runs``), else as measured."""
-    import statistics
-
-    speeds = rec.get("machine_speed_runs")
-    values = rec["headline_runs"]
-    if not speeds or len(speeds) != len(next(iter(values.values()), [])) or not all(speeds):
-        return values
-    ref = statistics.median(speeds)
-    return {k: [at_speed(k, v, s, ref) for v, s in zip(vs, speeds)] for k, vs in values.items()}
 
 
 # -- measured noise ----------------------------------------------------------------------
@@ -141,6 +101,20 @@ def read_noise_record(path: Path) -> dict:
     return rec
 
 
+def earlier_runs(rec: dict, *, slug: str, model: str, profile: str, dtype: str, steps: list[str],
+                 name: str = "the record") -> list[dict]:
+    """The runs of a repeatability record that new runs may join (``scripts/repeatability.py --append``):
+    only one of the same machine kind, model, profile, dtype and steps, else :class:`NoiseRecordError`.
+    Runs recorded before runs carried their own date and commit get the record's."""
+    p = rec.get("provenance", {})
+    if (p.get("machine_slug"), p.get("model"), p.get("profile"), p.get("dtype")) != (slug, model, profile, dtype) \
+            or rec.get("steps") != steps:
+        raise NoiseRecordError(f"{name}: recorded under other conditions or steps ({p.get('machine_slug')}, "
+                               f"{p.get('model')}, {p.get('profile')}, {p.get('dtype')}, {rec.get('steps')}); "
+                               "not appending to it")
+    return [{"date": p.get("date"), "commit": p.get("git_commit"), **r} for r in rec.get("runs", [])]
+
+
 def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None) -> Noise | None:
     """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (the newest
     where several match), or None.  Records the gate refuses are named in ``errors``."""
@@ -164,7 +138,7 @@ def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[
     if found is None:
         return None
     p, rec, path = found
-    return Noise(runs=min(len(v) for v in rec["headline_runs"].values()), values=gated_values(rec),
+    return Noise(runs=min(len(v) for v in rec["headline_runs"].values()), values=rec["headline_runs"],
                  source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, "
                         f"{min(len(v) for v in rec['headline_runs'].values())} runs)")
 
@@ -244,23 +218,9 @@ class Comparison:
     unit: str
     current: float
     baseline: float
-    ratio: float     # at equal machine speed where both documents probed it (:func:`at_speed`)
+    ratio: float
     limit: float
     better: str
-    speed_ratio: float | None = None   # this build's machine speed / the baseline's, where it applies
-
-    @property
-    def raw_ratio(self) -> float:
-        """The ratio as measured, before the machine-speed correction."""
-        return self.current / self.baseline
-
-    def ratio_text(self) -> str:
-        """``"ratio 0.952"``, or ``"ratio 0.952 at equal machine speed (as measured 0.831; this host's
-        bandwidth 0.873x the baseline's)"``."""
-        if self.speed_ratio is None:
-            return f"ratio {self.ratio:.3f}"
-        return (f"ratio {self.ratio:.3f} at equal machine speed (as measured {self.raw_ratio:.3f}; this host's "
-                f"bandwidth {self.speed_ratio:.3f}x the baseline's)")
 
     @property
     def regressed(self) -> bool:
@@ -277,6 +237,7 @@ class GateResult:
     verdicts: tuple[str, str] | None = None                 # (baseline, this build) accuracy verdicts
     noise: Noise | None = None
     errors: list[str] = field(default_factory=list)        # unreadable baselines or noise records
+    host: str = ""                                          # where this build ran (device, CPU id)
 
     @property
     def regressions(self) -> list[str]:
@@ -284,11 +245,12 @@ class GateResult:
         b = self.baseline
         if b is None:
             return out
-        where = f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {b.provenance.device}"
+        where = (f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {_host(b)}"
+                 + (f"; this build on {self.host}" if self.host else ""))
         for c in self.comparisons:
             if c.regressed:
                 out.append(f"{self.model}: {c.label} regressed: {c.current:.4g} {c.unit} vs {c.baseline:.4g} "
-                           f"({c.ratio_text()}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}); {where}")
+                           f"(ratio {c.ratio:.3f}, limit {'>=' if c.better == 'higher' else '<='} {c.limit}); {where}")
         out += [f"{self.model}: {_LABEL[k]} is in the baseline and missing now; {where}" for k in self.missing]
         out += [f"{self.model}: {line}; {where}" for line in self.accuracy]
         return out
@@ -296,6 +258,11 @@ class GateResult:
     @property
     def passed(self) -> bool:
         return not self.regressions
+
+
+def _host(doc: ResultsDoc) -> str:
+    m = doc.provenance.machine
+    return doc.provenance.device + (f", {m.cpu_id}" if m.cpu_id else "")
 
 
 def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc | None:
@@ -309,20 +276,17 @@ def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noi
     """``noise``: this machine kind's measured between-run noise (:func:`measured_noise`), or None for the
     card's limits as they are; ``errors``: recorded files that could not be read (each fails the gate)."""
     base = pick_baseline(current, recorded)
-    res = GateResult(current.model, base, noise=noise, errors=list(errors or []))
+    res = GateResult(current.model, base, noise=noise, errors=list(errors or []), host=_host(current))
     if base is None:
         return res
     limits = limits_for(card, noise)
     now, then = headline_figures(current), headline_figures(base)
-    s_now, s_base = machine_speed(current), machine_speed(base)
     for key, label, unit, better in METRICS:
         if key in then and key not in now:
             res.missing.append(key)
         elif key in now and key in then and then[key].value:
             a, b = now[key].value, then[key].value
-            ratio = at_speed(key, a, s_now, s_base) / b
-            speed = s_now / s_base if key in SPEED_EXPONENT and s_now and s_base else None
-            res.comparisons.append(Comparison(key, label, unit, a, b, ratio, limits[key], better, speed))
+            res.comparisons.append(Comparison(key, label, unit, a, b, a / b, limits[key], better))
     res.accuracy = accuracy_regressions(current, base)
     res.verdicts = (accuracy_verdict(base), accuracy_verdict(current))
     return res

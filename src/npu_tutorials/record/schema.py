@@ -16,8 +16,7 @@ from pydantic import ConfigDict, Field
 
 from ..core.model import StrictModel
 from .schema_base import Stat
-from .schema_perf import (Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, MachineSpeed, Tuning,  # noqa: F401
-                          TuningRow)
+from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Tuning, TuningRow
 
 SCHEMA_VERSION = 2
 
@@ -35,6 +34,8 @@ class Machine(StrictModel):
     cpu_model: str
     cpu_count: int
     cpu_native_bf16: bool
+    cpu_id: str | None = Field(None, description="x86: family, model and stepping (one model name can cover "
+                                                 "several CPU generations in a virtual machine)")
     memory_gib: float | None = None
     devices: list[Device] = []
     visible_devices: str | None = Field(None, description="ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES as inherited")
@@ -315,7 +316,6 @@ class Results(StrictModel):
     input_length_sweep: list[LengthPoint] | None = None
     concurrency_sweep: list[ConcurrencyPoint] | None = None
     efficiency: Efficiency | None = None
-    machine_speed: MachineSpeed | None = None
     tuning: Tuning | None = None
     server_warnings: list[str] | None = None
     e2e_config: str | None = None

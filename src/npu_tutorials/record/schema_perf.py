@@ -40,23 +40,6 @@ class DecodeBytes(StrictModel):
     tied: bool = False
 
 
-class MachineSpeed(StrictModel):
-    """The host's memory read bandwidth, probed between the runs of the gated measurement (CPU builds).
-
-    On a shared 2-core host the speed of the machine itself drifts by tens of percent between hours and
-    hosts of one kind; decode reads every weight per token, so its speed follows this bandwidth.  The gate
-    compares decode throughput and TPOT at equal machine speed (:func:`npu_tutorials.checks.gate.at_speed`)."""
-
-    bytes_per_s: list[float] = Field(description="each probe's read bandwidth, in the order taken")
-    how: str
-
-    @property
-    def median(self) -> float:
-        import statistics
-
-        return float(statistics.median(self.bytes_per_s))
-
-
 class Baseline(StrictModel):
     """Plain transformers generate on the same conditions as the vLLM figure beside it."""
 

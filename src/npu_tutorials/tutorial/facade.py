@@ -70,7 +70,7 @@ def machine_of(env, threads: int | None = None) -> Machine:
     var, value = d.get("visible_devices_var"), d.get("visible_devices")
     versions = dict(d.get("versions") or {})
     return Machine(backend=d["backend"], cpu_model=d["cpu_model"], cpu_count=int(d["cpu_cores"]),
-                   cpu_native_bf16=bool(d["cpu_native_bf16"]), memory_gib=d.get("memory_gib"),
+                   cpu_native_bf16=bool(d["cpu_native_bf16"]), memory_gib=d.get("memory_gib"), cpu_id=d.get("cpu_id"),
                    devices=[Device(**x) for x in d.get("devices") or []],
                    visible_devices=(f"{var}={value}" if value is not None else f"{var} unset: every device")
                    if var else None,
@@ -152,25 +152,6 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
         if getattr(self, "_bench_worker", None) is None or self._bench_worker.proc.poll() is not None:
             self._bench_worker = BenchWorker()
         return self._bench_worker
-
-    def probe_machine_speed(self) -> None:
-        """On the CPU backend, one probe of the host's read bandwidth, added to ``results.machine_speed``
-        (the gated steps take one before each run and one after the last; the gate compares decode speed
-        at equal machine speed).  A server's idle engine is left running: every build probes the same way.
-        Accelerator builds take none (the device, not the shared host, sets their speed)."""
-        if self.backend != "cpu":
-            return
-        from ..engine import bandwidth
-        from ..record.schema import MachineSpeed
-
-        gib, repeats = bandwidth.SPEED_PROBE
-        bps = bandwidth.probe("cpu", gib, repeats)
-        ms = self.results.machine_speed
-        if ms is None:
-            ms = self.results.machine_speed = MachineSpeed(
-                bytes_per_s=[], how=f"torch sum over {gib:g} GiB fp32, best of {repeats}, in this build, "
-                                    "before each gated run and after the last")
-        ms.bytes_per_s.append(bps)
 
     def port(self) -> int:
         """``TUTORIAL_PORT``, else a free port no concurrent tutorial of this build holds."""

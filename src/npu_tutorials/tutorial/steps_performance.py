@@ -63,11 +63,9 @@ class PerformanceSteps:
         rows = []
         with self.step("concurrency sweep"):
             for n in self.progress.iterate(self.sweep.concurrency, "concurrency point"):
-                self.probe_machine_speed()
                 thr, tpot, ttft = self._point(n, "conc")
                 rows.append(ConcurrencyPoint(concurrency=n, output_throughput=thr, tpot_ms=tpot, ttft_ms=ttft,
                                              speedup=1.0, efficiency=1.0))
-            self.probe_machine_speed()
         one = rows[0].output_throughput.median
         for r in rows:
             r.speedup = r.output_throughput.median / one

@@ -173,12 +173,10 @@ class ServingSteps:
         runs = []
         with self.step(f"vllm bench serve ({p.repeats} runs of {p.num_prompts} requests)"):
             for r in self.progress.iterate(range(p.repeats), "benchmark run"):
-                self.probe_machine_speed()
                 runs.append(bench.run_serving_benchmark(srv, p, model=self.card.serve.served_model_name,
                                                         tokenizer=str(self.serve_path), out_dir=self.artifacts,
                                                         name="bench" if r == 0 else f"bench-r{r}",
                                                         worker=self.bench_worker))
-            self.probe_machine_speed()
         keys = runs[0].summary().keys()
         summary = {k: float(statistics.median(x.summary()[k] for x in runs)) for k in keys}
         out = Benchmark(name="bench", conditions=BenchConditions(**p.model_dump(exclude={"repeats"})),

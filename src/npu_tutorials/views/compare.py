@@ -49,8 +49,7 @@ class CompareViews(BaseViews):
                          note="With no baseline there is nothing to compare; make record stores one."
                               + (" An unreadable recorded file fails the gate." if g.errors else ""))
         now, then = headline_figures(self.doc), headline_figures(g.baseline)
-        rows = [[c.label, now[c.key].text(), then[c.key].text(),
-                 f"{c.ratio:.3f}" + (f" (as measured {c.raw_ratio:.3f})" if c.speed_ratio is not None else ""),
+        rows = [[c.label, now[c.key].text(), then[c.key].text(), f"{c.ratio:.3f}",
                  f"{'>=' if c.better == 'higher' else '<='} {c.limit}", "FAIL" if c.regressed else "PASS"]
                 for c in g.comparisons]
         rows += [[then[k].label, "missing", then[k].text(), "–", "present", "FAIL"] for k in g.missing]
@@ -58,16 +57,11 @@ class CompareViews(BaseViews):
         rows.append(["accuracy (every check and metric)", cur, base, "–", "no metric lost, failed, or halfway to "
                      "its threshold", "FAIL" if g.accuracy else "PASS"])
         b = g.baseline.provenance
-        speed = next((c.speed_ratio for c in g.comparisons if c.speed_ratio is not None), None)
-        at_speed = ("" if speed is None else
-                    f"Decode throughput and TPOT are compared at equal machine speed: this host's read bandwidth, "
-                    f"probed between the benchmark's runs, was {speed:.3f}x the baseline's, and the ratio column "
-                    "corrects for it (the measured ratio beside it). ")
         return Table(["metric", "this build", "baseline", "ratio", "limit", "gate"], rows,
                      caption=f"Regression gate against the recorded baseline ({b.built_at[:10]}, {b.git_commit[:12]})",
                      note=(f"Limits widened to the between-run noise measured on this kind of machine "
                            f"({g.noise.source}). " if g.noise else
                            "No between-run noise is recorded for this machine kind, model, profile and dtype "
                            "(scripts/repeatability.py); the limits are the card's. ") +
-                          at_speed + "A figure beyond its limit fails; make check GATE=1 fails with one line per FAIL row."
+                          "A figure beyond its limit fails; make check GATE=1 fails with one line per FAIL row."
                           + ("".join(f" {line}." for line in g.accuracy)))
