@@ -99,6 +99,23 @@ def test_with_no_record_the_page_says_so_instead_of_a_table(rec):
     doc = _this_build(rec)
     doc.results.not_measured["tuning"] = WHY + "; no build recorded it"
     show = Views(doc, card)
-    for view in (show.tuning_table, show.tuning_knobs_table, show.tuning_plot):
+    for view in (show.tuning_table, show.tuning_plot):
         assert "Not measured in this build" in repr(view())
     assert show.tuned_command().startswith("# Not measured")
+    # the knobs are the card's facts: listed even so, each marked unmeasured
+    knobs = show.tuning_knobs_table()
+    assert "Not measured in this build" in knobs.note
+    assert [r[0] for r in knobs.rows] == [k.name for k in card.tuning.knobs if "cpu" in k.backends]
+    assert all(r[-1].startswith("no") for r in knobs.rows)
+
+
+def test_only_the_named_sections_can_come_from_a_record(rec):
+    """A document whose ``from_records`` or ``not_measured`` names another section fails when it loads."""
+    from pydantic import ValidationError
+
+    from npu_tutorials.record.schema import ResultsDoc
+
+    data = rec.dump()
+    data["results"]["not_measured"] = {"tunning": "a typo"}
+    with pytest.raises(ValidationError, match="tuning"):
+        ResultsDoc.model_validate(data)

@@ -226,7 +226,6 @@ class Knob(FrozenModel):
 class TuningSpec(FrozenModel):
     """The report's conditions beside a tuned deployment, both measured in the same build."""
 
-    cpu: bool = Field(default=True, description="also on CPU builds (graph compilation costs minutes there)")
     knobs: list[Knob] = []
     knob_profiles: list[Literal["full", "quick"]] = ["full"]
     profiles: list[Literal["full", "quick"]] = Field(default=["full", "quick"], description="the profiles that "

@@ -98,6 +98,11 @@ class Provenance(StrictModel):
                                                            "although it failed the regression gate")
 
 
+# The sections a build may leave to another profile and show from a record (``Results.from_records``):
+# a key outside these fails when a document loads.
+RecordedSection = Literal["tuning", "transformers_baseline"]
+
+
 class FromRecord(StrictModel):
     """A section this build did not measure, shown from an earlier build's record with that build's provenance
     (a copy of a copy keeps the build that measured it)."""
@@ -320,10 +325,10 @@ class Results(StrictModel):
     server_warnings: list[str] | None = None
     e2e_config: str | None = None
     costs: list[StepCost] = []
-    from_records: dict[str, FromRecord] = Field(
+    from_records: dict[RecordedSection, FromRecord] = Field(
         {}, description="sections (tuning, transformers_baseline) this build's profile leaves to the full one, "
                         "shown from a recorded build of the same backend, dtype and weights kind")
-    not_measured: dict[str, str] = Field({}, description="sections this build did not measure and no record "
+    not_measured: dict[RecordedSection, str] = Field({}, description="sections this build did not measure and no record "
                                                          "holds, with why")
 
 

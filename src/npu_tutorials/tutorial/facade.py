@@ -295,8 +295,13 @@ class Tutorial(ServingSteps, AccuracySteps, PerformanceSteps, TuningSteps):
         for a profile that leaves it to the full one: the value and its provenance go into this document
         (``results.from_records``), or, with no fitting record, ``results.not_measured`` says so.  Returns the
         value or None."""
-        from ..record.results import recorded, section_from_records
+        import typing
 
+        from ..record.results import recorded, section_from_records
+        from ..record.schema import RecordedSection
+
+        if section not in typing.get_args(RecordedSection):
+            raise ValueError(f"no section {section!r} can be shown from a record ({typing.get_args(RecordedSection)})")
         value, origin = section_from_records(self.doc, section, recorded(self.card.key), why)
         if origin is None:
             self.results.not_measured[section] = (f"{why}; no build recorded it for {self.backend}, {self.dtype} "

@@ -82,8 +82,8 @@ class PerformanceViews(BaseViews):
                      f"tokens, {cond.dtype}, on {cond.device}, "
                      + ("in the recording build (its own vLLM figure beside it). " + recorded if recorded
                         else "in this build."))
-        elif self.absent("transformers_baseline"):
-            note += self.absent("transformers_baseline").text
+        elif absent := self.absent("transformers_baseline"):
+            note += absent.text
         return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers "
                                              "baseline", note=note)
 
@@ -91,8 +91,8 @@ class PerformanceViews(BaseViews):
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
         from ..measure.tuning_plan import graph_row, verdict
 
-        if self.absent("tuning"):
-            return self.absent("tuning")
+        if absent := self.absent("tuning"):
+            return absent
         t = self.need("tuning")
         base = graph_row(t.rows)
         rows = [[r.name, " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or "(card defaults)",
@@ -136,34 +136,36 @@ class PerformanceViews(BaseViews):
         help, and whether this build measured it."""
         from ..inputs.knobs import pinned_label
 
-        if self.absent("tuning"):
-            return self.absent("tuning")
-        t = self.need("tuning")
         knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
         if not knobs:
             raise TutorialError(f"cards/{self.card.key}.yaml has no tuning knobs for {self.backend}")
-        measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
-        skipped = t.skipped or self._skipped_knobs(t)
+        note = (f"Each NPU knob was checked against {pinned_label()}'s own source (engine flags, configuration keys, "
+                "the settings its performance documents export) when the model card was loaded.")
+        if absent := self.absent("tuning"):
+            # the knobs are the card's facts: shown even where no build measured them
+            measured, skipped = set(), {k.name: "no (no build measured the tuning section)" for k in knobs}
+            note = f"{absent.text} {note}"
+        else:
+            t = self.need("tuning")
+            measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
+            skipped = t.skipped or self._skipped_knobs(t)
         rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
                  k.source or "–", k.why, "yes" if k.name in measured else skipped.get(k.name, "no")] for k in knobs]
         return Table(["knob", "sets", "source", "why it should help", "measured here"], rows,
-                     caption=f"The {self.backend} knobs this page measures, where they come from",
-                     note=f"Each NPU knob was checked against {pinned_label()}'s own source (engine flags, "
-                          "configuration keys, the settings its performance documents export) when the model card "
-                          "was loaded.")
+                     caption=f"The {self.backend} knobs this page measures, where they come from", note=note)
 
     def tuning_plot(self):
         """Each tuning configuration's TPOT and throughput."""
-        if self.absent("tuning"):
-            return self.absent("tuning")
+        if absent := self.absent("tuning"):
+            return absent
         o = self.r.from_records.get("tuning")
         return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, "
                             + (f"recorded {o.built_at[:10]} on {o.machine}" if o else "measured"))
 
     def tuned_command(self) -> str:
         """The serve command of the best tuned configuration (this build's, or the record's, said in a comment)."""
-        if self.absent("tuning"):
-            return f"# {self.absent('tuning').text}"
+        if absent := self.absent("tuning"):
+            return f"# {absent.text}"
         o = self.r.from_records.get("tuning")
         head = f"# the best configuration as {o.file} recorded it (built {o.built_at[:10]})\n" if o else ""
         return head + self.need("tuning").command
