@@ -32,9 +32,9 @@ from ..record.schema import ResultsDoc
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
                   "roofline_fraction": 0.95}
 MIN_RUNS = 5
-# The limit is this many times the largest log-ratio seen between two unchanged runs on one machine: the
-# margin beyond it covers what one machine's runs cannot show (another host of the same kind; the runs of
-# unchanged builds of this session differed from the last session's records by up to 4 % in throughput).
+# The limit is this many times the largest log-ratio seen between two unchanged runs of the record, which
+# gathers runs of several sessions (hosts) of the machine kind (scripts/repeatability.py --append): the
+# margin beyond it covers the hosts none of its runs met.
 SAFETY = 2.0
 _BETTER = {key: better for key, _, _, better in METRICS}
 _LABEL = {key: label for key, label, _, _ in METRICS}
