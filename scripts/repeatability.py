@@ -49,8 +49,8 @@ def main() -> int:
     from npu_tutorials.record.results import git_commit, now_utc
     from npu_tutorials.inputs.weights import local_path_var
 
-    if a.runs < 2:
-        raise TutorialError("--runs must be at least 2 (noise is a difference between runs)")
+    if a.runs < (1 if a.append else 2):
+        raise TutorialError("--runs must be at least 2, or 1 with --append (noise is a difference between runs)")
     card = load_card(a.model)
     if a.tiny:
         from npu_tutorials.inputs.standin import ensure_standin, tiny_config

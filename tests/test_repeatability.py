@@ -35,6 +35,15 @@ def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
     assert all("requests of 3 runs" in r["headline"]["median_tpot_ms"]["over"] for r in rec["runs"])
     with pytest.raises(NoiseRecordError, match=f"fewer than {MIN_RUNS} independent runs"):
         read_noise_record(path)
+    # another session's run joins the record (--append): three runs, each with its date and commit
+    p = subprocess.run([sys.executable, "scripts/repeatability.py", "qwen2.5-0.5b", "--tiny", "--runs", "1", "--append",
+                        "--out-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                       env={**__import__("os").environ, "TUTORIAL_CACHE": str(ROOT / ".cache")})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "appended to the 2 runs of" in p.stdout
+    rec = json.loads(path.read_text())
+    assert all(len(v) == 3 for v in rec["headline_runs"].values())
+    assert all(r["date"] and r["commit"] for r in rec["runs"])
 
 
 @pytest.mark.engine
