@@ -136,17 +136,18 @@ class PerformanceViews(BaseViews):
         help, and whether this build measured it."""
         from ..inputs.knobs import pinned_label
 
+        absent = self.absent("tuning")
+        t = None if absent else self.need("tuning")
         knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
         if not knobs:
             raise TutorialError(f"cards/{self.card.key}.yaml has no tuning knobs for {self.backend}")
         note = (f"Each NPU knob was checked against {pinned_label()}'s own source (engine flags, configuration keys, "
                 "the settings its performance documents export) when the model card was loaded.")
-        if absent := self.absent("tuning"):
+        if t is None:
             # the knobs are the card's facts: shown even where no build measured them
             measured, skipped = set(), {k.name: "no (no build measured the tuning section)" for k in knobs}
             note = f"{absent.text} {note}"
         else:
-            t = self.need("tuning")
             measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
             skipped = t.skipped or self._skipped_knobs(t)
         rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
