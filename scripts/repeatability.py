@@ -9,7 +9,8 @@ Each run is an independent build of the figures the regression gate compares
 card, its weights, its own server, then the steps its page runs for those
 figures (:func:`npu_tutorials.record.headline.gated_steps`: the benchmark at the
 report's conditions with the card's repeats, or the concurrency sweep and the
-roofline), in a scratch build folder.  Writes
+roofline), in a scratch build folder (:func:`npu_tutorials.tutorial.remeasure.measure_gated`,
+which the gate's confirmation runs too).  Writes
 ``repeatability-<model>-<machine slug>.json``: every run's headline figures
 (it prints, and the methods page shows, the gate's limit they support, its
 resolution: the smallest regression it catches, and the leave-one-out
@@ -21,7 +22,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -57,29 +57,18 @@ def main() -> int:
 
         os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
                                                               label="tiny").path)
-    from npu_tutorials.tutorial import Tutorial
+    from npu_tutorials.tutorial.remeasure import measure_gated
 
     steps = gated_steps(card)
     runs, first = [], None
     for i in range(a.runs):
         t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="repeatability-") as work:
-            os.environ["TUTORIAL_RESULTS_DIR"] = str(Path(work) / "results")
-            tut = Tutorial(card.key)
-            try:
-                tut.prepare_weights()
-                tut.start_server()
-                for s in steps:
-                    getattr(tut, s)()
-                tut.finish()
-            except BaseException:
-                tut.stop()
-                raise
-        figs = headline_figures(tut.doc)
-        first = first or tut.doc.provenance
+        doc = measure_gated(card.key)
+        figs = headline_figures(doc)
+        first = first or doc.provenance
         runs.append({"headline": {k: {**f.stat.model_dump(), "over": f.over} for k, f in figs.items()},
-                     "date": tut.doc.provenance.built_at,
-                     "commit": tut.doc.provenance.git_commit, "cpu_id": tut.doc.provenance.machine.cpu_id,
+                     "date": doc.provenance.built_at,
+                     "commit": doc.provenance.git_commit, "cpu_id": doc.provenance.machine.cpu_id,
                      "wall_s": round(time.monotonic() - t0, 1)})
         print(f"run {i + 1}/{a.runs}: " + "; ".join(f.short() for f in figs.values()), flush=True)
     out = a.out_dir / f"repeatability-{card.key}-{first.machine.slug}.json"
