@@ -25,9 +25,9 @@ def main() -> int:
     mode.add_argument("--strict", dest="strict", action="store_true", default=True)
     mode.add_argument("--built", dest="strict", action="store_false")
     ap.add_argument("--gate", action="store_true", help="also compare with the recorded baselines (GATE=1)")
-    ap.add_argument("--confirm", type=int, default=0, metavar="N",
+    ap.add_argument("--confirm", type=int, default=None, metavar="N",
                     help="with --gate: measure a model whose figure is beyond its limit N times more (a fresh "
-                         "server each) and fail on the majority (CONFIRM=N)")
+                         "server each) and fail on the majority (CONFIRM=N; default gate.CONFIRM; 0: never)")
     a = ap.parse_args()
     # make check follows TUTORIAL_ONLY; the end of make html checks every page it wrote
     only = os.environ.get("TUTORIAL_ONLY", "") if a.strict else ""
@@ -55,9 +55,11 @@ def main() -> int:
     if a.gate:
         from npu_tutorials.checks.site_check import gate_lines
 
+        from npu_tutorials.checks.gate import CONFIRM
         from npu_tutorials.tutorial.remeasure import measure_gated
 
-        notes, regressions = gate_lines(Path(a.build_dir), only, confirm=max(0, a.confirm), remeasure=measure_gated)
+        confirm = CONFIRM if a.confirm is None else max(0, a.confirm)
+        notes, regressions = gate_lines(Path(a.build_dir), only, confirm=confirm, remeasure=measure_gated)
         for line in notes:
             print(f"gate: {line}")
         for line in regressions:

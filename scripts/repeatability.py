@@ -82,7 +82,7 @@ def main() -> int:
         print(f"appended to the {len(earlier)} runs of {out.name}", flush=True)
     keys = sorted(set.intersection(*(set(r["headline"]) for r in runs)))
     values = {k: [r["headline"][k]["median"] for r in runs] for k in keys}
-    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs"))
+    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs", confirm=gate.CONFIRM))
     p = first
     w = p.weights
     doc = {
@@ -100,7 +100,7 @@ def main() -> int:
     for k in keys:
         v = values[k]
         r = res[k]
-        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit "
+        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit for the median of {gate.CONFIRM + 1} "
               f"{r['limit']} (card {r['card']}); leave-one-out false alarms {r['false_alarms'][0]}/{r['false_alarms'][1]}")
     print(f"wrote {out}")
     return 0

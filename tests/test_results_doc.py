@@ -298,7 +298,8 @@ def test_make_check_gate_names_each_regression(tmp_path):
     results.write_doc(make_doc(throughput=50.0, ttft=80.0), build / "results" / "qwen2.5-0.5b.json")
     results.write_doc(make_doc(built_at="2026-11-01T00:00:00+00:00"), rec / "qwen2.5-0.5b" / "cpu.json")
     _noise_record(rec)  # with this machine type's measured noise: still out of reach
-    p = subprocess.run([sys.executable, "scripts/check_site.py", "--build-dir", str(build), "--gate"], cwd=ROOT,
+    p = subprocess.run([sys.executable, "scripts/check_site.py", "--build-dir", str(build), "--gate", "--confirm", "0"],
+                       cwd=ROOT,
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "TUTORIAL_RECORDED_DIR": str(rec), "TUTORIAL_ONLY": "qwen2_5"})
     assert p.returncode == 1
@@ -325,6 +326,24 @@ def test_a_figure_beyond_its_limit_fails_only_on_the_majority_of_its_measurement
     # a rerun within the limit does not excuse an accuracy regression
     acc = confirm(gate(make_doc(passed=False), [base], CARD), [make_doc(), make_doc()])
     assert not acc.passed and acc.accuracy
+
+
+def test_limits_for_the_median_of_three_follow_from_the_same_runs():
+    """With confirmation the decision is the median of three measurements against one baseline run: one slow
+    run among ten widens a single-measurement limit a lot and the median's little; only the direction that
+    reads as a regression counts; too few runs for a median fall back to the single-run spread."""
+    import math
+
+    from npu_tutorials.checks.gate import SAFETY, decision_spread, noise_limit
+
+    runs = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0, 70.0, 100.2, 99.8, 100.1]   # one slow run
+    single, median3 = noise_limit(runs, "higher"), noise_limit(runs, "higher", confirm=2)
+    assert single == pytest.approx(math.exp(-SAFETY * math.log(101.0 / 70.0)))
+    assert median3 == pytest.approx(math.exp(-SAFETY * math.log(101.0 / 99.0)))  # median of 70, 99, 99.5
+    # TPOT (lower is better): the median of three slow-side runs against the fastest baseline
+    tpot = [20.0, 20.2, 19.8, 26.0, 20.1]
+    assert decision_spread(tpot, "lower", confirm=2) == pytest.approx(math.log(20.2 / 19.8))  # 26, 20.2, 20.1
+    assert decision_spread(tpot[:3], "lower", confirm=2) == decision_spread(tpot[:3], "lower")
 
 
 def test_make_check_gate_measures_again_before_it_fails(tmp_path, monkeypatch):

@@ -37,6 +37,8 @@ from ..record.schema import ResultsDoc
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
                   "roofline_fraction": 0.95}
 MIN_RUNS = 5
+# make check GATE=1 measures a figure beyond its limit this many times more; the majority decides
+CONFIRM = 2
 # The limit is this many times the largest log-ratio seen between two unchanged runs of the record, which
 # gathers runs of several sessions (hosts) of the machine kind (scripts/repeatability.py --append): the
 # margin beyond it covers the hosts none of its runs met.
@@ -46,23 +48,53 @@ _LABEL = {key: label for key, label, _, _ in METRICS}
 
 
 # -- measured noise ----------------------------------------------------------------------
-def noise_limit(values: list[float], better: str) -> float:
-    """The ratio limit that ``values`` (one figure from several unchanged runs) support: SAFETY times the
-    largest |log ratio| between two runs, as a ratio (<= 1 for higher-is-better, >= 1 otherwise)."""
-    dev = max(abs(math.log(a / b)) for a in values for b in values)
+def decision_spread(values: list[float], better: str = "higher", confirm: int = 0) -> float:
+    """How far the gate's decision statistic on unchanged runs falls behind one unchanged baseline run, at
+    most (a log ratio): with ``confirm`` = 0 a single run against another, else the median of
+    ``confirm + 1`` runs (the build's measurement and its confirmations) against a run outside them.  Only
+    the direction that would read as a regression counts (below the baseline where higher is better).
+    With too few runs for the median, the single-run spread."""
+    import itertools
+    import statistics
+
+    def behind(m: float, b: float) -> float:
+        return math.log(b / m) if better == "higher" else math.log(m / b)
+
+    k = confirm + 1
+    if confirm <= 0 or len(values) < k + 1:
+        return max(behind(a, b) for a in values for b in values)
+    dev = 0.0
+    for idx in itertools.combinations(range(len(values)), k):
+        m = statistics.median(values[i] for i in idx)
+        dev = max(dev, max(behind(m, values[j]) for j in range(len(values)) if j not in idx))
+    return dev
+
+
+def noise_limit(values: list[float], better: str, confirm: int = 0) -> float:
+    """The ratio limit that ``values`` (one figure from several unchanged runs) support for a decision on
+    ``confirm + 1`` measurements: SAFETY times :func:`decision_spread`, as a ratio (<= 1 for
+    higher-is-better, >= 1 otherwise)."""
+    dev = decision_spread(values, better, confirm)
     return math.exp(-SAFETY * dev) if better == "higher" else math.exp(SAFETY * dev)
 
 
-def leave_one_out_false_alarms(values: list[float], better: str, floor: float) -> tuple[int, int]:
-    """(false alarms, comparisons): each run held out, limits from the others (never tighter than
-    ``floor``), the held-out run compared against each other run as baseline."""
+def leave_one_out_false_alarms(values: list[float], better: str, floor: float,
+                               confirm: int = 0) -> tuple[int, int]:
+    """(false alarms, comparisons): each set of ``confirm + 1`` runs held out in turn (one run where
+    ``confirm`` is 0), limits from the others (never tighter than ``floor``), the held-out set's median
+    compared against each other run as baseline."""
+    import itertools
+    import statistics
+
+    k = confirm + 1 if confirm > 0 and len(values) >= confirm + 1 + MIN_RUNS else 1
     alarms = total = 0
-    for i, v in enumerate(values):
-        rest = values[:i] + values[i + 1:]
-        lim = _wider(noise_limit(rest, better), floor, better)
+    for idx in itertools.combinations(range(len(values)), k):
+        rest = [v for i, v in enumerate(values) if i not in idx]
+        lim = _wider(noise_limit(rest, better, confirm if k > 1 else 0), floor, better)
+        m = statistics.median(values[i] for i in idx)
         for b in rest:
             total += 1
-            r = v / b
+            r = m / b
             alarms += (r < lim) if better == "higher" else (r > lim)
     return alarms, total
 
@@ -78,10 +110,11 @@ class Noise:
     runs: int
     values: dict[str, list[float]]   # per gated metric: each run's headline median
     source: str
+    confirm: int = 0                 # the decision these limits are for: on 1 + confirm measurements
 
     def limit(self, key: str) -> float | None:
         v = self.values.get(key)
-        return noise_limit(v, _BETTER[key]) if v and len(v) >= 2 and min(v) > 0 else None
+        return noise_limit(v, _BETTER[key], self.confirm) if v and len(v) >= 2 and min(v) > 0 else None
 
 
 class NoiseRecordError(ValueError):
@@ -120,9 +153,11 @@ def earlier_runs(rec: dict, *, slug: str, model: str, profile: str, dtype: str, 
     return [{"date": p.get("date"), "commit": p.get("git_commit"), **r} for r in rec.get("runs", [])]
 
 
-def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None) -> Noise | None:
+def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None,
+                   confirm: int = 0) -> Noise | None:
     """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (the newest
-    where several match), or None.  Records the gate refuses are named in ``errors``."""
+    where several match), or None.  Records the gate refuses are named in ``errors``.  ``confirm``: the
+    limits are for a decision on the build's measurement and this many confirmations (:func:`confirm`)."""
     from ..record.results import recorded_dir
 
     prov = doc.provenance
@@ -143,9 +178,10 @@ def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[
     if found is None:
         return None
     p, rec, path = found
-    return Noise(runs=min(len(v) for v in rec["headline_runs"].values()), values=rec["headline_runs"],
-                 source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, "
-                        f"{min(len(v) for v in rec['headline_runs'].values())} runs)")
+    n = min(len(v) for v in rec["headline_runs"].values())
+    return Noise(runs=n, values=rec["headline_runs"], confirm=confirm,
+                 source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, {n} runs"
+                        + (f"; limits for the median of {confirm + 1} measurements" if confirm else "") + ")")
 
 
 def limits_for(card: Card, noise: Noise | None = None) -> dict[str, float]:
@@ -163,7 +199,7 @@ def resolution(card: Card, noise: Noise) -> dict[str, dict]:
     the card's own limit, and the leave-one-out false alarms (alarms, comparisons)."""
     limits, floors = limits_for(card, noise), limits_for(card)
     return {k: {"limit": limits[k], "card": floors[k],
-                "false_alarms": leave_one_out_false_alarms(v, _BETTER[k], floors[k])}
+                "false_alarms": leave_one_out_false_alarms(v, _BETTER[k], floors[k], noise.confirm)}
             for k, v in noise.values.items() if k in limits}
 
 

@@ -167,7 +167,7 @@ def repeatability_markdown() -> str:
     """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
     resolution) and the leave-one-out false alarms."""
     from ..inputs.cards import load_card
-    from .gate import Noise, NoiseRecordError, read_noise_record, resolution
+    from .gate import CONFIRM, Noise, NoiseRecordError, read_noise_record, resolution
 
     d = Path(recorded_dir()) / "methods"
     paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
@@ -186,12 +186,15 @@ def repeatability_markdown() -> str:
                 f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs"
                 + _sessions(rec["runs"]) + ".", "",
                 "| figure | each run's median | apart (max / min - 1) | within each run (IQR / median) | "
-                "gate limit (resolution) | card's limit | leave-one-out false alarms |", "|---|---|---|---|---|---|---|"]
-        res = resolution(load_card(p["model"]), Noise(len(rec["runs"]), rec["headline_runs"], path.name))
+                f"gate limit, median of {CONFIRM + 1} (resolution) | one measurement (make record) | card's limit | "
+                "leave-one-out false alarms |", "|---|---|---|---|---|---|---|---|"]
+        card = load_card(p["model"])
+        res = resolution(card, Noise(len(rec["runs"]), rec["headline_runs"], path.name, confirm=CONFIRM))
+        one = resolution(card, Noise(len(rec["runs"]), rec["headline_runs"], path.name))
         for k, v in rec["headline_runs"].items():
             r = res[k]
             out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
-                       f"{within_run_spread(rec['runs'], k)} | "
-                       f"{r['limit']} | {r['card']} | {r['false_alarms'][0]} of {r['false_alarms'][1]} |")
+                       f"{within_run_spread(rec['runs'], k)} | {r['limit']} | {one[k]['limit']} | "
+                       f"{r['card']} | {r['false_alarms'][0]} of {r['false_alarms'][1]} |")
         out.append("")
     return "\n".join(out)

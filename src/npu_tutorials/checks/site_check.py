@@ -115,7 +115,7 @@ def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,
         doc = read_doc(path)
         errors: list[str] = []
         docs = recorded(key, errors=errors)
-        noise = measured_noise(doc, errors=errors)
+        noise = measured_noise(doc, errors=errors, confirm=confirm if remeasure is not None else 0)
         card = load_card(key)
         g = gate(doc, docs, card, noise, errors)
         if confirm and remeasure is not None and g.beyond:
