@@ -82,7 +82,7 @@ def main() -> int:
         print(f"appended to the {len(earlier)} runs of {out.name}", flush=True)
     keys = sorted(set.intersection(*(set(r["headline"]) for r in runs)))
     values = {k: [r["headline"][k]["median"] for r in runs] for k in keys}
-    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs", confirm=gate.CONFIRM))
+    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs", confirm=gate.CONFIRM)) if len(runs) > 1 else {}
     p = first
     w = p.weights
     doc = {
@@ -97,7 +97,7 @@ def main() -> int:
     }
     a.out_dir.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    for k in keys:
+    for k in keys if res else []:
         v = values[k]
         r = res[k]
         print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit for the median of {gate.CONFIRM + 1} "
