@@ -24,9 +24,11 @@ fails as before.  Accuracy is deterministic and never re-measured.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,9 +56,6 @@ def decision_spread(values: list[float], better: str = "higher", confirm: int = 
     ``confirm + 1`` runs (the build's measurement and its confirmations) against a run outside them.  Only
     the direction that would read as a regression counts (below the baseline where higher is better).
     With too few runs for the median, the single-run spread."""
-    import itertools
-    import statistics
-
     def behind(m: float, b: float) -> float:
         return math.log(b / m) if better == "higher" else math.log(m / b)
 
@@ -83,9 +82,6 @@ def leave_one_out_false_alarms(values: list[float], better: str, floor: float,
     """(false alarms, comparisons): each set of ``confirm + 1`` runs held out in turn (one run where
     ``confirm`` is 0), limits from the others (never tighter than ``floor``), the held-out set's median
     compared against each other run as baseline."""
-    import itertools
-    import statistics
-
     k = confirm + 1 if confirm > 0 and len(values) >= confirm + 1 + MIN_RUNS else 1
     alarms = total = 0
     for idx in itertools.combinations(range(len(values)), k):
@@ -300,7 +296,7 @@ class GateResult:
         b = self.baseline
         if b is None:
             return out
-        where = (f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {_host(b)}"
+        where = (f"baseline {b.provenance.built_at} {b.provenance.git_commit[:12]} on {host_label(b)}"
                  + (f"; this build on {self.host}" if self.host else ""))
         for c in self.comparisons:
             if c.regressed:
@@ -322,7 +318,9 @@ class GateResult:
         return [c for c in self.comparisons if c.beyond(c.ratio)]
 
 
-def _host(doc: ResultsDoc) -> str:
+def host_label(doc: ResultsDoc) -> str:
+    """Where a document was measured, as the gate's lines name it: the device and, on x86, the CPU's
+    family/model/stepping."""
     m = doc.provenance.machine
     return doc.provenance.device + (f", {m.cpu_id}" if m.cpu_id else "")
 
@@ -338,7 +336,7 @@ def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noi
     """``noise``: this machine kind's measured between-run noise (:func:`measured_noise`), or None for the
     card's limits as they are; ``errors``: recorded files that could not be read (each fails the gate)."""
     base = pick_baseline(current, recorded)
-    res = GateResult(current.model, base, noise=noise, errors=list(errors or []), host=_host(current))
+    res = GateResult(current.model, base, noise=noise, errors=list(errors or []), host=host_label(current))
     if base is None:
         return res
     limits = limits_for(card, noise)

@@ -103,7 +103,7 @@ def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,
     a fresh server each) and fail only on the majority (:func:`gate.confirm`)."""
     from ..inputs.cards import load_card
     from .gate import confirm as confirm_with
-    from .gate import gate, limits_for, measured_noise
+    from .gate import gate, host_label, limits_for, measured_noise
     from ..record.results import recorded
 
     notes, regressions = [], []
@@ -129,9 +129,7 @@ def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,
         elif g.passed:
             lim = limits_for(card, noise)
             seen = "; ".join(f"{c.key} ratio {c.ratio:.3f} (limit {lim[c.key]}{c.rerun_text()})" for c in g.comparisons)
-            m = doc.provenance.machine
             notes.append(f"{key}: within the limits ({seen}; {noise.source if noise else 'no noise record'}) of "
-                         f"the baseline of {g.baseline.provenance.built_at}; this build on {doc.provenance.device}"
-                         + (f", {m.cpu_id}" if m.cpu_id else ""))
+                         f"the baseline of {g.baseline.provenance.built_at}; this build on {host_label(doc)}")
         regressions += g.regressions
     return notes, regressions

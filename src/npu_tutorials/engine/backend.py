@@ -230,14 +230,20 @@ def _cpuinfo() -> str:
         return ""
 
 
-def _cpu_id() -> str | None:
-    """x86: ``"family 25 model 17 stepping 1"`` from /proc/cpuinfo: one ``model name`` ("AMD EPYC", as a
-    virtual machine reports it) covers several CPU generations; this tells them apart.  None elsewhere."""
+def _cpuinfo_fields() -> dict[str, str]:
+    """/proc/cpuinfo's ``key: value`` lines, the first processor's value of each key."""
     fields: dict[str, str] = {}
     for line in _cpuinfo().splitlines():
         key, sep, value = line.partition(":")
         if sep:
             fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _cpu_id() -> str | None:
+    """x86: ``"family 25 model 17 stepping 1"`` from /proc/cpuinfo: one ``model name`` ("AMD EPYC", as a
+    virtual machine reports it) covers several CPU generations; this tells them apart.  None elsewhere."""
+    fields = _cpuinfo_fields()
     if "cpu family" not in fields or "model" not in fields:
         return None
     out = f"family {fields['cpu family']} model {fields['model']}"
@@ -247,11 +253,7 @@ def _cpu_id() -> str | None:
 def _cpu_model() -> str:
     """x86: the ``model name`` line.  ARM (a Kunpeng host of an Atlas server): vendor and part, as lscpu
     names them, from ``CPU implementer`` / ``CPU part``."""
-    fields: dict[str, str] = {}
-    for line in _cpuinfo().splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            fields.setdefault(key.strip(), value.strip())
+    fields = _cpuinfo_fields()
     if fields.get("model name"):
         return fields["model name"]
     try:
