@@ -174,23 +174,23 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
     eng = parallel(lambda ids: engine_greedy(server, model, ids, n, stop_ids), prompt_ids)
     vocab = vocab_size or _vocab_size(ref_path)
 
-    def position(ids: list[int]) -> dict:
+    def position(ids: list[int], ref_row: np.ndarray) -> dict:
         e = engine_last_logits(server, model, ids, vocab)
-        r = reference.last_logits(ref_path, ids)[:vocab]
-        return metrics.position_error(metrics.compare_logits(e, r))
+        return metrics.position_error(metrics.compare_logits(e, ref_row[:vocab]))
 
     rows = []
-    refs = reference.greedy_batch(ref_path, prompt_ids, n, stop_ids)  # one batch: one pass per token for all
-    for p, ids, e, r in zip(prompts, prompt_ids, eng, refs):
-        m = metrics.sequence_match(e, r)
-        k = m["first_divergence"]
+    for p, ids, e in zip(prompts, prompt_ids, eng):
+        # the reference's own greedy tokens, checked along the engine's in one pass (reference.greedy_along),
+        # with its logits at every position both were fed the same prefix
+        r, fed = reference.greedy_along(ref_path, ids, e, n, stop_ids)
+        k = metrics.sequence_match(e, r)["first_divergence"]
         margin = first = at_div = None
         if k is not None and k < len(r):
-            margin = metrics.top2_margin(reference.last_logits(ref_path, ids + r[:k]))
+            margin = metrics.top2_margin(fed[k])
         if measure_errors:
-            first = position(ids)
+            first = position(ids, fed[0])
             if k is not None and k < len(r):
-                at_div = first if k == 0 else position(ids + r[:k])
+                at_div = first if k == 0 else position(ids + r[:k], fed[k])
         rows.append(TextRow(p, e, r, reference.decode(ref_path, e), reference.decode(ref_path, r), k, margin,
                             first, at_div))
     return rows
