@@ -186,7 +186,8 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
         up[:nmem] = const[None, :] / p_u
         down[:, :nmem] = mem_out * (per_layer / (on * math.sqrt(d)))
         t.update({"mlp.gate_proj.weight": gate, "mlp.up_proj.weight": up, "mlp.down_proj.weight": down})
-        tensors.update({p + k: v for k, v in t.items()})
+        # bf16 as each layer is made: the fp32 draft of the whole model (7 GB at 1.8 B) is never held
+        tensors.update({p + k: v.to(torch.bfloat16) for k, v in t.items()})
         if bar is not None:
             bar.update(1)
     if bar is not None:

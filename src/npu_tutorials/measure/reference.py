@@ -22,34 +22,43 @@ def quiet_transformers() -> None:
 
 
 @lru_cache(maxsize=1)
-def load_reference(path: str):
-    """(tokenizer, model) in fp32 on the CPU, eval mode."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_tokenizer(path: str):
+    """The checkpoint's tokenizer (seconds; the model itself is :func:`load_model`)."""
+    from transformers import AutoTokenizer
 
     quiet_transformers()
-    tok = AutoTokenizer.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(path)
+
+
+@lru_cache(maxsize=1)
+def load_model(path: str):
+    """The model in fp32 on the CPU, eval mode (tens of seconds at 1.8 B: a step can send the
+    engine its requests first and load this meanwhile)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    quiet_transformers()
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     model.eval()
-    return tok, model
+    return model
 
 
 def release() -> None:
     """Drop the loaded reference model (frees its memory before another large load)."""
-    load_reference.cache_clear()
+    load_model.cache_clear()
+    load_tokenizer.cache_clear()
     trim_memory()
 
 
 def tokenize(path: str | Path, text: str) -> list[int]:
-    tok, _ = load_reference(str(path))
-    return list(tok(text, add_special_tokens=False)["input_ids"])
+    return list(load_tokenizer(str(path))(text, add_special_tokens=False)["input_ids"])
 
 
 def last_logits(path: str | Path, ids: list[int]) -> np.ndarray:
     """fp32 logits over the whole vocabulary at the last position of ``ids``."""
     import torch
 
-    _, model = load_reference(str(path))
+    model = load_model(str(path))
     with torch.inference_mode():
         out = model(torch.tensor([ids]))
     return out.logits[0, -1].float().numpy()
@@ -59,7 +68,7 @@ def all_logits(path: str | Path, ids: list[int]) -> np.ndarray:
     """fp32 logits at every position of ``ids``, shape (len(ids), vocab)."""
     import torch
 
-    _, model = load_reference(str(path))
+    model = load_model(str(path))
     with torch.inference_mode():
         return model(torch.tensor([ids])).logits[0].float().numpy()
 
@@ -85,7 +94,7 @@ def greedy(path: str | Path, ids: list[int], n: int, stop_ids: list[int] | None 
     """Up to ``n`` greedy tokens from the reference; stops after a token in ``stop_ids`` (kept)."""
     import torch
 
-    _, model = load_reference(str(path))
+    model = load_model(str(path))
     with torch.inference_mode():
         return _greedy_loop(model, ids, n, set(stop_ids or ()))
 
@@ -105,7 +114,7 @@ def greedy_along(path: str | Path, ids: list[int], along: list[int], n: int,
     """
     import torch
 
-    _, model = load_reference(str(path))
+    model = load_model(str(path))
     along, stops = list(along[:n]), set(stop_ids or ())
     with torch.inference_mode():
         rows = model(torch.tensor([list(ids) + along])).logits[0, len(ids) - 1:].float().numpy()
@@ -124,7 +133,7 @@ def greedy_along(path: str | Path, ids: list[int], along: list[int], n: int,
 
 def chat_ids(path: str | Path, user: str) -> list[int]:
     """Token ids of a one-turn chat prompt through the checkpoint's own chat template."""
-    tok, _ = load_reference(str(path))
+    tok = load_tokenizer(str(path))
     ids = tok.apply_chat_template([{"role": "user", "content": user}], add_generation_prompt=True, tokenize=True)
     if isinstance(ids, dict) or hasattr(ids, "keys"):
         ids = ids["input_ids"]
@@ -132,5 +141,4 @@ def chat_ids(path: str | Path, user: str) -> list[int]:
 
 
 def decode(path: str | Path, ids: list[int]) -> str:
-    tok, _ = load_reference(str(path))
-    return tok.decode(ids, skip_special_tokens=True)
+    return load_tokenizer(str(path)).decode(ids, skip_special_tokens=True)
