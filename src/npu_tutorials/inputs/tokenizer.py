@@ -84,6 +84,13 @@ def vocab_and_merges(ranks: dict[bytes, int]) -> tuple[dict[str, int], list[tupl
     return vocab, [(as_str(l), as_str(r)) for _, _, _, l, r in merges]
 
 
+@lru_cache(maxsize=2)
+def _bpe(ranks_path: str | None) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """:func:`vocab_and_merges` of a ranks file, made once per process (seconds; every Qwen2-layout
+    stand-in writes the same); callers only read it."""
+    return vocab_and_merges(load_ranks(ranks_path))
+
+
 def build_tokenizer_json(special_tokens: dict[int, tuple[str, bool]], ranks_path: str | None = None) -> str:
     """Serialised ``tokenizer.json`` for Qwen's BPE plus the given added tokens.
 
@@ -92,7 +99,7 @@ def build_tokenizer_json(special_tokens: dict[int, tuple[str, bool]], ranks_path
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
 
-    vocab, merges = vocab_and_merges(load_ranks(ranks_path))
+    vocab, merges = _bpe(ranks_path)
     tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence(
@@ -118,10 +125,9 @@ def added_tokens_from_config(tokenizer_config: dict) -> dict[int, tuple[str, boo
 
 def write_qwen2_tokenizer(out_dir: Path, tokenizer_config: dict) -> None:
     """Write tokenizer.json, vocab.json and merges.txt for a Qwen2-layout checkpoint."""
-    ranks = load_ranks()
     text = build_tokenizer_json(added_tokens_from_config(tokenizer_config))
     (out_dir / "tokenizer.json").write_text(text, encoding="utf-8")
-    vocab, merges = vocab_and_merges(ranks)
+    vocab, merges = _bpe(None)
     (out_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     (out_dir / "merges.txt").write_text(
         "#version: 0.2\n" + "\n".join(f"{l} {r}" for l, r in merges) + "\n", encoding="utf-8"

@@ -186,10 +186,10 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
         # each prompt's first position: the engine answers while the reference checks its tokens
         firsts = [ex.submit(engine_last_logits, server, model, ids, vocab) for ids in prompt_ids] \
             if measure_errors else []
-        for i, (p, ids, e) in enumerate(zip(prompts, prompt_ids, eng)):
-            # the reference's own greedy tokens, checked along the engine's in one pass (reference.greedy_along),
-            # with its logits at every position both were fed the same prefix
-            r, fed = reference.greedy_along(ref_path, ids, e, n, stop_ids)
+        # the reference's own greedy tokens, checked along the engine's in one pass (reference.greedy_along),
+        # with its logits at every position both were fed the same prefix
+        along = reference.greedy_along(ref_path, prompt_ids, eng, n, stop_ids)
+        for i, (p, ids, e, (r, fed)) in enumerate(zip(prompts, prompt_ids, eng, along)):
             k = metrics.sequence_match(e, r)["first_divergence"]
             margin = first = at_div = None
             if k is not None and k < len(r):

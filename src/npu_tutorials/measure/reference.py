@@ -99,36 +99,45 @@ def greedy(path: str | Path, ids: list[int], n: int, stop_ids: list[int] | None 
         return _greedy_loop(model, ids, n, set(stop_ids or ()))
 
 
-def greedy_along(path: str | Path, ids: list[int], along: list[int], n: int,
-                 stop_ids: list[int] | None = None) -> tuple[list[int], np.ndarray]:
-    """The reference's own greedy continuation of ``ids`` (what :func:`greedy` gives), found by
-    checking ``along``, another model's continuation, and the reference's fp32 logits on the way.
+def greedy_along(path: str | Path, prompts: list[list[int]], alongs: list[list[int]], n: int,
+                 stop_ids: list[int] | None = None) -> list[tuple[list[int], np.ndarray]]:
+    """For each prompt, the reference's own greedy continuation (what :func:`greedy` gives), found
+    by checking ``along``, another model's continuation of it, and the reference's fp32 logits on
+    the way.
 
-    One forward pass over ``ids + along`` gives the reference's choice at every position.  While
-    it agrees with ``along``, that is the reference's sequence (each choice saw the same prefix it
-    would have made itself); from the first position where it chooses otherwise, or where ``along``
-    ends, the reference goes on alone (:func:`greedy`).  So an agreeing engine costs one pass over
-    the text instead of one per token.  Returns ``(tokens, rows)``: ``rows[j]`` holds the logits
-    that chose token ``j``, for every position up to and including the first disagreement, where
-    both sides were fed the same prefix.
+    One forward pass over every ``prompt + along`` (a right-padded batch: with causal attention a
+    row's real positions never see the padding after them) gives the reference's choice at every
+    position.  While it agrees with ``along``, that is the reference's sequence (each choice saw
+    the prefix it would have made itself); from the first position where it chooses otherwise, or
+    where ``along`` ends, the reference goes on alone (:func:`greedy`).  So an agreeing engine
+    costs one pass over the weights instead of one per token.  Each result is ``(tokens, rows)``:
+    ``rows[j]`` holds the logits that chose token ``j``, for every position up to and including
+    the first disagreement, where both sides were fed the same prefix.
     """
     import torch
 
     model = load_model(str(path))
-    along, stops = list(along[:n]), set(stop_ids or ())
+    alongs = [list(a[:n]) for a in alongs]
+    seqs = [list(p) + a for p, a in zip(prompts, alongs)]
+    width = max(len(x) for x in seqs)
+    stops = set(stop_ids or ())
+    out = []
     with torch.inference_mode():
-        rows = model(torch.tensor([list(ids) + along])).logits[0, len(ids) - 1:].float().numpy()
-        toks: list[int] = []
-        for j in range(min(len(along) + 1, n)):  # position j was fed ids + along[:j] == ids + toks
-            t = int(rows[j].argmax())
-            toks.append(t)
-            if t in stops:
-                break
-            if j == len(along) or t != along[j]:  # the reference's own choice: it goes on alone
-                toks += _greedy_loop(model, list(ids) + toks, n - len(toks), stops)
-                break
-        fed = j + 1 if n else 0
-    return toks, rows[:fed]
+        batch = torch.tensor([x + [0] * (width - len(x)) for x in seqs])
+        logits = model(batch).logits
+        for i, (ids, along) in enumerate(zip(prompts, alongs)):
+            rows = logits[i, len(ids) - 1:len(ids) + len(along)].float().numpy()
+            toks: list[int] = []
+            for j in range(min(len(along) + 1, n)):  # position j was fed ids + along[:j] == ids + toks
+                t = int(rows[j].argmax())
+                toks.append(t)
+                if t in stops:
+                    break
+                if j == len(along) or t != along[j]:  # the reference's own choice: it goes on alone
+                    toks += _greedy_loop(model, list(ids) + toks, n - len(toks), stops)
+                    break
+            out.append((toks, rows[:j + 1] if n else rows[:0]))
+    return out
 
 
 def chat_ids(path: str | Path, user: str) -> list[int]:

@@ -61,6 +61,9 @@ class ServingSteps:
         if self.serve_path is None:
             self.prepare_serving_checkpoint()
         self._extra = list(extra or [])
+        # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
+        # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
+        self.bench_worker  # noqa: B018 - starts the worker process
         self._launch(self.dtype, "server start")
         self.results.server = Server(command=self._shown_command(), base_url=self.server.base_url,
                                      startup_s=round(self.server.startup_s, 1), models=self.server.models())
