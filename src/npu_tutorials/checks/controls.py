@@ -300,7 +300,7 @@ def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path,
 def _check_code() -> list:
     """What the checks compute: every function and class that turns engine and reference outputs into a
     verdict (their source, not their module's, so moving them between modules keeps a record current)."""
-    from ..measure import metrics
+    from ..measure import metrics, reference
 
     return [metrics.compare_logits, metrics.topk_ids, metrics.top1, metrics.topk_agreement, metrics.agrees,
             metrics.decisive_top1, metrics.position_error, metrics.top2_margin, metrics.sequence_match,
@@ -309,7 +309,8 @@ def _check_code() -> list:
             accuracy.engine_last_logits, accuracy.one_form, accuracy.LogitsReport, accuracy.logits_agreement,
             consistency.engine_greedy, consistency.ConsistencyReport, consistency.forward_consistency,
             consistency.TextRow, consistency.similarity, consistency.text_consistency, consistency.greedy_summary,
-            consistency.greedy_verdict, consistency.text_verdict, run_checks, perturb_checkpoint, family_tensors]
+            consistency.greedy_verdict, consistency.text_verdict, reference.greedy_along,
+            reference.argmax_continuation, run_checks, perturb_checkpoint, family_tensors]
 
 
 def check_digest(spec: ControlSpec) -> str:

@@ -12,6 +12,7 @@ and compares like with like, and the reports record it (``compared_as``).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,10 +94,12 @@ def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: 
     Rows: ``{"prompt", "num_tokens", **metrics.compare_logits(...)}``; ``errors`` and ``sample``
     are in the compared form (engine - reference)."""
     rows, errs, sample = [], [], None
-    for prompt in check.prompts:
-        ids = reference.tokenize(weights_path, prompt)
-        eng = engine_last_logits(server, model, ids, vocab_size)
-        ref = reference.last_logits(weights_path, ids)[:vocab_size]
+    prompt_ids = [reference.tokenize(weights_path, prompt) for prompt in check.prompts]
+    with ThreadPoolExecutor(max_workers=1) as ex:  # the engine answers while the reference loads and runs
+        pending = [ex.submit(engine_last_logits, server, model, ids, vocab_size) for ids in prompt_ids]
+        refs = [reference.last_logits(weights_path, ids)[:vocab_size] for ids in prompt_ids]
+        engs = [f.result() for f in pending]
+    for prompt, ids, eng, ref in zip(check.prompts, prompt_ids, engs, refs):
         row = {"prompt": prompt, "num_tokens": len(ids), **metrics.compare_logits(eng, ref)}
         rows.append(row)
         x, r = metrics.comparable(eng, ref, row["compared_as"])

@@ -95,8 +95,10 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
     after a prompt) against the reference's single forward pass."""
     ids = reference.tokenize(ref_path, check.text)
     ends = list(range(1, len(ids)))  # predict ids[end] from ids[:end]
-    eng = parallel(lambda end: engine_last_logits(server, model, ids[:end], vocab_size), ends, workers=4)
-    ref_logits = reference.all_logits(ref_path, ids)[:, :vocab_size]
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        pending = [ex.submit(engine_last_logits, server, model, ids[:end], vocab_size) for end in ends]
+        ref_logits = reference.all_logits(ref_path, ids)[:, :vocab_size]  # meanwhile: the reference's pass
+        eng = [f.result() for f in pending]
     rows, eng_lp, ref_lp = [], [], []
     for end, e in zip(ends, eng):
         r = ref_logits[end - 1]
@@ -171,28 +173,33 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
     ``vocab_size`` defaults to the reference checkpoint's config.
     """
     prompt_ids = [reference.chat_ids(ref_path, p) if chat else reference.tokenize(ref_path, p) for p in prompts]
-    eng = parallel(lambda ids: engine_greedy(server, model, ids, n, stop_ids), prompt_ids)
     vocab = vocab_size or _vocab_size(ref_path)
 
-    def position(ids: list[int]) -> dict:
-        e = engine_last_logits(server, model, ids, vocab)
-        r = reference.last_logits(ref_path, ids)[:vocab]
-        return metrics.position_error(metrics.compare_logits(e, r))
+    def error(engine_vector: np.ndarray, ref_row: np.ndarray) -> dict:
+        return metrics.position_error(metrics.compare_logits(engine_vector, ref_row[:vocab]))
 
     rows = []
-    refs = reference.greedy_batch(ref_path, prompt_ids, n, stop_ids)  # one batch: one pass per token for all
-    for p, ids, e, r in zip(prompts, prompt_ids, eng, refs):
-        m = metrics.sequence_match(e, r)
-        k = m["first_divergence"]
-        margin = first = at_div = None
-        if k is not None and k < len(r):
-            margin = metrics.top2_margin(reference.last_logits(ref_path, ids + r[:k]))
-        if measure_errors:
-            first = position(ids)
+    with ThreadPoolExecutor(max_workers=8) as ex:
+        greedy = [ex.submit(engine_greedy, server, model, ids, n, stop_ids) for ids in prompt_ids]
+        reference.load_model(str(ref_path))  # meanwhile: the fp32 reference
+        eng = [f.result() for f in greedy]
+        # each prompt's first position: the engine answers while the reference checks its tokens
+        firsts = [ex.submit(engine_last_logits, server, model, ids, vocab) for ids in prompt_ids] \
+            if measure_errors else []
+        # the reference's own greedy tokens, checked along the engine's in one pass (reference.greedy_along),
+        # with its logits at every position both were fed the same prefix
+        along = reference.greedy_along(ref_path, prompt_ids, eng, n, stop_ids)
+        for i, (p, ids, e, (r, fed)) in enumerate(zip(prompts, prompt_ids, eng, along)):
+            k = metrics.sequence_match(e, r)["first_divergence"]
+            margin = first = at_div = None
             if k is not None and k < len(r):
-                at_div = first if k == 0 else position(ids + r[:k])
-        rows.append(TextRow(p, e, r, reference.decode(ref_path, e), reference.decode(ref_path, r), k, margin,
-                            first, at_div))
+                margin = metrics.top2_margin(fed[k])
+            if measure_errors:
+                first = error(firsts[i].result(), fed[0])
+                if k is not None and k < len(r):
+                    at_div = first if k == 0 else error(engine_last_logits(server, model, ids + r[:k], vocab), fed[k])
+            rows.append(TextRow(p, e, r, reference.decode(ref_path, e), reference.decode(ref_path, r), k, margin,
+                                first, at_div))
     return rows
 
 

@@ -101,38 +101,71 @@ def all_logits(path: str | Path, ids: list[int]) -> np.ndarray:
         return model(torch.tensor([ids])).logits[0].float().numpy()
 
 
+def argmax_continuation(model, prefix: list[int], n: int, stops: set[int]) -> list[int]:
+    """Up to ``n`` tokens, each the argmax of the logits (no token is suppressed: the engine's
+    ``ignore_eos`` samples an end-of-text token too), with the key-value cache; cut after a stop."""
+    import torch
+
+    out, past, x = [], None, list(prefix)
+    for _ in range(n):
+        o = model(torch.tensor([x]), past_key_values=past, use_cache=True)
+        past = o.past_key_values
+        t = int(o.logits[0, -1].argmax())
+        out.append(t)
+        if t in stops:
+            break
+        x = [t]
+    return out
+
+
 def greedy(path: str | Path, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:
     """Up to ``n`` greedy tokens from the reference; stops after a token in ``stop_ids`` (kept)."""
     import torch
 
     model = load_model(str(path))
-    kw = {"eos_token_id": stop_ids} if stop_ids else {"min_new_tokens": n}
     with torch.inference_mode():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False, pad_token_id=0,
-                             attention_mask=torch.ones(1, len(ids), dtype=torch.long), **kw)
-    return out[0, len(ids):].tolist()
+        return argmax_continuation(model, ids, n, set(stop_ids or ()))
 
 
-def greedy_batch(path: str | Path, prompts: list[list[int]], n: int,
-                 stop_ids: list[int] | None = None) -> list[list[int]]:
-    """:func:`greedy` for several prompts in one left-padded batch (one pass over the weights per
-    token for all of them).  Each row is cut after its first token in ``stop_ids`` (kept)."""
+def greedy_along(path: str | Path, prompts: list[list[int]], alongs: list[list[int]], n: int,
+                 stop_ids: list[int] | None = None) -> list[tuple[list[int], np.ndarray]]:
+    """For each prompt, the reference's own greedy continuation (what :func:`greedy` gives), found
+    by checking ``along``, another model's continuation of it, and the reference's fp32 logits on
+    the way.
+
+    One forward pass over every ``prompt + along`` (a right-padded batch: with causal attention a
+    row's real positions never see the padding after them) gives the reference's choice at every
+    position.  While it agrees with ``along``, that is the reference's sequence (each choice saw
+    the prefix it would have made itself); from the first position where it chooses otherwise, or
+    where ``along`` ends, the reference goes on alone (:func:`greedy`).  So an agreeing engine
+    costs one pass over the weights instead of one per token.  Each result is ``(tokens, rows)``:
+    ``rows[j]`` holds the logits that chose token ``j``, for every position up to and including
+    the first disagreement, where both sides were fed the same prefix.
+    """
     import torch
 
     model = load_model(str(path))
-    width = max(len(p) for p in prompts)
-    ids = torch.tensor([[0] * (width - len(p)) + list(p) for p in prompts])
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-    kw = {"eos_token_id": stop_ids} if stop_ids else {"min_new_tokens": n}
+    alongs = [list(a[:n]) for a in alongs]
+    seqs = [list(p) + a for p, a in zip(prompts, alongs)]
+    width = max(len(x) for x in seqs)
+    stops = set(stop_ids or ())
+    out = []
     with torch.inference_mode():
-        out = model.generate(ids, attention_mask=mask, max_new_tokens=n, do_sample=False, pad_token_id=0, **kw)
-    rows = []
-    for row in out[:, width:].tolist():
-        if stop_ids:
-            cut = next((i for i, t in enumerate(row) if t in stop_ids), None)
-            row = row if cut is None else row[:cut + 1]
-        rows.append(row)
-    return rows
+        batch = torch.tensor([x + [0] * (width - len(x)) for x in seqs])
+        logits = model(batch).logits
+        for i, (ids, along) in enumerate(zip(prompts, alongs)):
+            rows = logits[i, len(ids) - 1:len(ids) + len(along)].float().numpy()
+            toks: list[int] = []
+            for j in range(min(len(along) + 1, n)):  # position j was fed ids + along[:j] == ids + toks
+                t = int(rows[j].argmax())
+                toks.append(t)
+                if t in stops:
+                    break
+                if j == len(along) or t != along[j]:  # the reference's own choice: it goes on alone
+                    toks += argmax_continuation(model, list(ids) + toks, n - len(toks), stops)
+                    break
+            out.append((toks, rows[:j + 1] if n else rows[:0]))
+    return out
 
 
 def chat_ids(path: str | Path, user: str) -> list[int]:
