@@ -40,23 +40,3 @@ def test_greedy_along_stops_where_the_reference_stops(tiny):
     went_on, stopped = reference.greedy_along(tiny.path, [ids, ids], [own, own[:2]], 12, stop)
     assert went_on[0] == cut and stopped[0] == cut  # the other model went on, or stopped early
 
-
-def test_a_prefetch_is_waited_for_and_loads_once(tiny, tmp_path, monkeypatch):
-    import pytest
-
-    reference.release()
-    loads = []
-    import transformers  # load_model imports it inside: count its loads there
-
-    orig = transformers.AutoModelForCausalLM.from_pretrained
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
-                        lambda *a, **k: loads.append(a[0]) or orig(*a, **k))
-    t = reference.prefetch(tiny.path)
-    model = reference.load_model(str(tiny.path))  # waits for the prefetch, does not load again
-    t.join()
-    assert reference.load_model(str(tiny.path)) is model and loads == [str(tiny.path)]
-    # a prefetch that fails leaves nothing behind; the step that needs the model gets the error itself
-    reference.prefetch(tmp_path / "missing").join()
-    with pytest.raises(OSError):
-        reference.load_model(str(tmp_path / "missing"))
-    reference.release()

@@ -32,7 +32,7 @@ def load_tokenizer(path: str):
 
 
 _MODEL: dict[str, object] = {}  # at most one model: path -> model
-_MODEL_LOCK = threading.Lock()  # one load at a time: a call during a prefetch waits for it, never loads twice
+_MODEL_LOCK = threading.Lock()  # one load at a time, even from the threads of a step
 
 
 def load_model(path: str):
@@ -51,23 +51,6 @@ def load_model(path: str):
             model.eval()
             _MODEL[path] = model
         return _MODEL[path]
-
-
-def prefetch(path: str | Path) -> threading.Thread:
-    """Load the reference in a background thread (the tutorial starts it while the server starts, whose
-    imports keep one core busy and leave the other free).  A later :func:`load_model` waits for it; a
-    failed prefetch leaves nothing behind, and that later call loads again and raises the error itself."""
-
-    def load() -> None:
-        try:
-            load_tokenizer(str(path))
-            load_model(str(path))
-        except Exception:  # noqa: BLE001 - the step that needs the reference reports it
-            pass
-
-    t = threading.Thread(target=load, name="reference-prefetch", daemon=True)
-    t.start()
-    return t
 
 
 def release() -> None:

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from ..measure import accuracy, reference
+from ..measure import accuracy
 from ..engine import bench
 from ..engine.commands import format_command, server_argv
 from ..core.errors import TutorialError
@@ -64,9 +64,6 @@ class ServingSteps:
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.bench_worker  # noqa: B018 - starts the worker process
-        acc = self.card.accuracy
-        if any(c is not None for c in (acc.logits, acc.consistency, acc.qa, acc.greedy)):
-            reference.prefetch(self.reference_path)  # ... and so does the fp32 reference the checks load later
         self._launch(self.dtype, "server start")
         self.results.server = Server(command=self._shown_command(), base_url=self.server.base_url,
                                      startup_s=round(self.server.startup_s, 1), models=self.server.models())
