@@ -6,7 +6,6 @@ whatever the engine's backend.
 
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,7 +31,6 @@ def load_tokenizer(path: str):
 
 
 _MODEL: dict[str, object] = {}  # at most one model: path -> model
-_MODEL_LOCK = threading.Lock()  # one load at a time, even from the threads of a step
 
 
 def load_model(path: str):
@@ -41,23 +39,21 @@ def load_model(path: str):
     import torch
     from transformers import AutoModelForCausalLM
 
-    with _MODEL_LOCK:
-        if path not in _MODEL:
-            if _MODEL:
-                _MODEL.clear()
-                trim_memory()
-            quiet_transformers()
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-            model.eval()
-            _MODEL[path] = model
-        return _MODEL[path]
+    if path not in _MODEL:
+        if _MODEL:
+            _MODEL.clear()
+            trim_memory()
+        quiet_transformers()
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        model.eval()
+        _MODEL[path] = model
+    return _MODEL[path]
 
 
 def release() -> None:
     """Drop the loaded reference model (frees its memory before another large load)."""
-    with _MODEL_LOCK:
-        _MODEL.clear()
-        load_tokenizer.cache_clear()
+    _MODEL.clear()
+    load_tokenizer.cache_clear()
     trim_memory()
 
 
