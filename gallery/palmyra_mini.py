@@ -66,13 +66,13 @@ show.this_build_ran("server")
 # Five prompts of different lengths and content, 20 greedy tokens each, on
 # the engine and on the fp32 CPU reference fed the same token ids.
 tut.greedy_agreement()
-show.greedy_verdict()
+show.text.greedy_verdict()
 
 # %%
-show.greedy_table()
+show.text.greedy_table()
 
 # %%
-show.greedy_plot()
+show.text.greedy_plot()
 
 # %%
 # Performance: latency against input length
@@ -82,7 +82,7 @@ show.greedy_plot()
 # the decode latency), then all requests at once, where chunked prefill
 # lets them share the engine.
 tut.input_length_sweep()
-show.length_table()
+show.performance.length_table()
 
 # %%
 # Performance: throughput against concurrency
@@ -90,10 +90,10 @@ show.length_table()
 # Output throughput at each concurrency of this profile (1 to 16), and the
 # scaling efficiency throughput(n) / (n x throughput(1)).
 tut.concurrency_sweep()
-show.concurrency_table()
+show.performance.concurrency_table()
 
 # %%
-show.sweep_plot()
+show.performance.sweep_plot()
 
 # %%
 # Efficiency
@@ -104,7 +104,7 @@ show.sweep_plot()
 # otherwise use.  The baseline goes beyond the report: a quick CPU build
 # shows it as a recorded build measured it, and says which.
 tut.efficiency()
-show.efficiency_table()
+show.performance.efficiency_table()
 
 # %%
 # Tuning
@@ -122,18 +122,18 @@ show.efficiency_table()
 # and costs minutes on a CPU: a quick CPU build shows the tuning a recorded
 # build measured (its date, machine, profile and commit under the table).
 tut.tuning()
-show.tuning_table()
+show.tuning.tuning_table()
 
 # %%
 # The knobs, where each comes from and why it should help:
-show.tuning_knobs_table()
+show.tuning.tuning_knobs_table()
 
 # %%
-show.tuning_plot()
+show.tuning.tuning_plot()
 
 # %%
 # The tuned deployment, to copy:
-print(show.tuned_command())
+print(show.tuning.tuned_command())
 
 # %%
 # Known limitations
@@ -167,7 +167,7 @@ show.provenance()
 # (``results/`` in the repository), beside this build's, and the regression
 # gate against the recorded baseline of the same machine (``make check GATE=1``):
 recorded = tut.recorded()
-show.on_other_hardware(recorded)
+show.compare.on_other_hardware(recorded)
 
 # %%
-show.gate_table(recorded, tut.noise(), tut.recorded_errors)
+show.compare.gate_table(recorded, tut.noise(), tut.recorded_errors)

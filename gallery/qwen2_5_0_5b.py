@@ -62,7 +62,7 @@ show.weights()
 # runs as its own Python process (so its engine is gone before the server
 # starts); this is what it printed:
 tut.run_offline_example()
-print(show.offline_output())
+print(show.serving.offline_output())
 
 # %%
 # The script this build ran, with this build's weights path:
@@ -92,7 +92,7 @@ with tut.step("functional check"):  # if the server dies here, the error says so
         model="Qwen2.5-0.5B", prompt=prompt, max_tokens=100, temperature=0.7
     )
 tut.record_completion(prompt, completion)
-show.functional()
+show.serving.functional()
 
 # %%
 # Performance
@@ -105,7 +105,7 @@ show.conditions()
 
 # %%
 tut.benchmark()
-show.bench_table()
+show.serving.bench_table()
 
 # %%
 # The benchmark command this build ran (against its own server):
@@ -114,7 +114,7 @@ show.this_build_ran("bench")
 # %%
 # How the latency is distributed over the requests (all start together, so
 # the first token waits for the others' prefill):
-show.bench_plot()
+show.serving.bench_plot()
 
 # %%
 # The raw result of ``vllm bench serve`` (with per-request TTFT, ITL and
@@ -129,18 +129,18 @@ show.bench_plot()
 # conditions table says) and the reference is transformers in fp32 on the
 # CPU, fed the same token ids.
 tut.logits_agreement()
-show.logits_table()
+show.accuracy.logits_table()
 
 # %%
-show.logits_plot()
+show.accuracy.logits_plot()
 
 # %%
 # Against the report's thresholds (normalized MSE below 1 %, top-1 agreement
 # 100 %), with the report's own figures beside ours:
-show.logits_verdict()
+show.accuracy.logits_verdict()
 
 # %%
-show.logits_vs_reported()
+show.accuracy.logits_vs_reported()
 
 # %%
 # Provenance
@@ -158,12 +158,12 @@ show.provenance()
 # (``results/`` in the repository), beside this build's; the same views draw
 # every recorded document.
 recorded = tut.recorded()
-show.on_other_hardware(recorded)
+show.compare.on_other_hardware(recorded)
 
 # %%
 # The regression gate (``make check GATE=1``) compares this build with the
 # recorded baseline of the same machine, weights kind and profile:
-show.gate_table(recorded, tut.noise(), tut.recorded_errors)
+show.compare.gate_table(recorded, tut.noise(), tut.recorded_errors)
 
 # %%
 # FAQ

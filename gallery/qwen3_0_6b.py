@@ -90,8 +90,8 @@ with tut.step("chat request"):  # if the server dies here, the error says so
         temperature=request.temperature,
         max_tokens=request.max_tokens,
     )
-tut.record_chat(request.prompt, completion)
-show.functional()
+tut.record_completion(request.prompt, completion)
+show.serving.functional()
 
 # %%
 # Performance
@@ -104,7 +104,7 @@ show.conditions()
 
 # %%
 tut.benchmark()
-show.bench_table()
+show.serving.bench_table()
 
 # %%
 # The benchmark command this build ran (against its own server):
@@ -112,7 +112,7 @@ show.this_build_ran("bench")
 
 # %%
 # How the latency is distributed over the requests:
-show.bench_plot()
+show.serving.bench_plot()
 
 # %%
 # The raw result of ``vllm bench serve`` (with per-request TTFT, ITL and
@@ -126,16 +126,16 @@ show.bench_plot()
 # fp32 on the CPU, fed the same token ids.  Qwen3's q/k norms are part of
 # both computations.
 tut.logits_agreement()
-show.logits_table()
+show.accuracy.logits_table()
 
 # %%
-show.logits_plot()
+show.accuracy.logits_plot()
 
 # %%
 # Against the card's thresholds (those the Qwen2.5-0.5B report used:
 # normalized MSE and top-1 agreement).  No report gives figures for this
 # model, so there is nothing to set beside ours:
-show.logits_verdict()
+show.accuracy.logits_verdict()
 
 # %%
 # Accuracy against the CPU: greedy decoding
@@ -144,13 +144,13 @@ show.logits_verdict()
 # fed the same token ids; where they part, the reference's margin there
 # beside the engine's logit error tells a near-tie from a fault.
 tut.greedy_agreement()
-show.greedy_verdict()
+show.text.greedy_verdict()
 
 # %%
-show.greedy_table()
+show.text.greedy_table()
 
 # %%
-show.greedy_plot()
+show.text.greedy_plot()
 
 # %%
 # Provenance
@@ -168,12 +168,12 @@ show.provenance()
 # (``results/`` in the repository), beside this build's; the same views draw
 # every recorded document.
 recorded = tut.recorded()
-show.on_other_hardware(recorded)
+show.compare.on_other_hardware(recorded)
 
 # %%
 # The regression gate (``make check GATE=1``) compares this build with the
 # recorded baseline of the same machine, weights kind and profile:
-show.gate_table(recorded, tut.noise(), tut.recorded_errors)
+show.compare.gate_table(recorded, tut.noise(), tut.recorded_errors)
 
 # %%
 # FAQ

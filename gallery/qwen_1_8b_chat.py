@@ -91,8 +91,8 @@ with tut.step("chat request"):  # if the server dies here, the error says so
         temperature=0,
         max_tokens=32,
     )
-tut.record_chat("你好", completion)
-show.functional()
+tut.record_completion("你好", completion)
+show.serving.functional()
 
 # %%
 # Serving benchmark
@@ -103,14 +103,14 @@ show.conditions()
 
 # %%
 tut.benchmark()
-show.bench_table()
+show.serving.bench_table()
 
 # %%
 # The benchmark command this build ran (against its own server):
 show.this_build_ran("bench")
 
 # %%
-show.bench_plot()
+show.serving.bench_plot()
 
 # %%
 # Raw result: :download:`qwen-1_8b-chat-bench.json <data/qwen-1_8b-chat-bench.json>`.
@@ -123,16 +123,16 @@ show.bench_plot()
 # engine returns all 151,936 logits only for the position right after a
 # prompt, so the engine side is one request per prefix of the text.
 tut.forward_consistency()
-show.consistency_verdict()
+show.accuracy.consistency_verdict()
 
 # %%
 # Where the engine's most likely token differs from the reference's, is it a
 # near-tie that rounding can flip, or an arithmetic difference?  The
 # reference's gap between its two best tokens, beside the engine's error there:
-show.consistency_flips()
+show.accuracy.consistency_flips()
 
 # %%
-show.consistency_vs_reported()
+show.accuracy.consistency_vs_reported()
 
 # %%
 # Text-level consistency
@@ -140,27 +140,27 @@ show.consistency_vs_reported()
 # The report's five questions, greedy (temperature 0) through the chat
 # template, on the engine and on the reference, side by side:
 tut.text_consistency()
-show.text_table()
+show.text.text_table()
 
 # %%
-show.text_verdict()
+show.text.text_verdict()
 
 # %%
 # Task level
 # ----------
 # The same five answers scored against the expected ones:
 tut.qa_scores()
-show.qa_table()
+show.tasks.qa_table()
 
 # %%
 # and the report's GSM8K-20.  GSM8K itself needs a dataset hub; offline,
 # GSM8K-style problems come from ``reasoning-gym``'s templates.  The table
 # says which set was used.
 tut.gsm()
-show.gsm_examples()
+show.tasks.gsm_examples()
 
 # %%
-show.gsm_table()
+show.tasks.gsm_table()
 
 # %%
 # e2e test config
@@ -168,7 +168,7 @@ show.gsm_table()
 # The report contributed a vllm-ascend e2e accuracy config.  Generated from
 # the model card and what this build ran (:download:`qwen-1_8b-chat-e2e.yaml <data/qwen-1_8b-chat-e2e.yaml>`):
 tut.e2e_config()
-print(show.e2e_config())
+print(show.tasks.e2e_config())
 
 # %%
 # Provenance
@@ -183,10 +183,10 @@ show.provenance()
 # (``results/`` in the repository), beside this build's, and the regression
 # gate against the recorded baseline of the same machine (``make check GATE=1``):
 recorded = tut.recorded()
-show.on_other_hardware(recorded)
+show.compare.on_other_hardware(recorded)
 
 # %%
-show.gate_table(recorded, tut.noise(), tut.recorded_errors)
+show.compare.gate_table(recorded, tut.noise(), tut.recorded_errors)
 
 # %%
 # FAQ

@@ -35,30 +35,30 @@ def main() -> int:
         tut.start_server()
         if card.sweeps is None:
             tut.benchmark()
-            print(tut.show.bench_table(), flush=True)
+            print(tut.show.serving.bench_table(), flush=True)
         if acc.logits:
             tut.logits_agreement()
-            print(tut.show.logits_verdict(), flush=True)
+            print(tut.show.accuracy.logits_verdict(), flush=True)
         if acc.consistency:
             tut.forward_consistency()
-            print(tut.show.consistency_verdict(), flush=True)
+            print(tut.show.accuracy.consistency_verdict(), flush=True)
         if acc.qa:
             tut.text_consistency()
             tut.qa_scores()
-            print(tut.show.text_verdict(), flush=True)
+            print(tut.show.text.text_verdict(), flush=True)
         if acc.gsm:
             tut.gsm()
         if acc.greedy:
             tut.greedy_agreement()
-            print(tut.show.greedy_verdict(), flush=True)
+            print(tut.show.text.greedy_verdict(), flush=True)
         if card.sweeps:
             tut.input_length_sweep()
             tut.concurrency_sweep()
             tut.efficiency()
-            print(tut.show.efficiency_table(), flush=True)
+            print(tut.show.performance.efficiency_table(), flush=True)
             if card.tuning:
                 tut.tuning()
-                print(tut.show.tuning_table(), flush=True)
+                print(tut.show.tuning.tuning_table(), flush=True)
         path = tut.finish()
     except BaseException:
         tut.abandon("eval_full.py stopped before the end")

@@ -31,7 +31,7 @@ def main() -> int:
         with tut.step("one request"):
             r = srv.post("/v1/completions", {"model": tut.card.serve.served_model_name, "prompt": f.prompt,
                                              "max_tokens": 16, "temperature": 0})
-        print(f"backend {tut.backend}, {tut.weights.label()}")
+        print(f"backend {tut.state.backend}, {tut.state.weights.label()}")
         print(f"server ready in {srv.startup_s:.0f} s; {f.prompt!r} -> {r['choices'][0]['text']!r}")
     finally:
         tut.stop()  # the server and everything else it started; no results document

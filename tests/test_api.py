@@ -10,10 +10,52 @@ from npu_tutorials.views import Views
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _classes():
+    import npu_tutorials.views as views
+    from npu_tutorials.tutorial import facade, records, state, steps_accuracy, steps_performance, steps_serving
+    from npu_tutorials.tutorial import steps_tuning, steps_weights
+
+    return ([getattr(views, n) for n in views.__all__] + [facade.Tutorial, state.TutorialState,
+            steps_weights.WeightsSteps, steps_serving.ServingSteps, steps_accuracy.AccuracySteps,
+            steps_performance.PerformanceSteps, steps_tuning.TuningSteps, records.RecordSteps])
+
+
 def test_every_public_view_has_a_docstring():
-    missing = [n for n, f in inspect.getmembers(Views, inspect.isfunction)
+    import npu_tutorials.views as views
+
+    missing = [f"{c}.{n}" for c in views.__all__ for n, f in inspect.getmembers(getattr(views, c), inspect.isfunction)
                if not n.startswith("_") and not (f.__doc__ or "").strip()]
     assert missing == []
+
+
+def test_every_public_method_of_the_facade_its_steps_and_state_is_documented():
+    missing = [f"{c.__name__}.{n}" for c in _classes() for n, f in inspect.getmembers(c, inspect.isfunction)
+               if not n.startswith("_") and not (f.__doc__ or "").strip()]
+    assert missing == []
+
+
+def test_no_class_a_gallery_author_meets_has_over_25_methods():
+    """Methods and properties, inherited ones included: a class is read whole."""
+    for cls in _classes():
+        names = {n for k in cls.__mro__ if k is not object for n, v in vars(k).items()
+                 if inspect.isfunction(v) or isinstance(v, property)}
+        assert len(names) <= 25, (cls.__name__, len(names), sorted(names))
+
+
+def test_every_view_section_is_an_attribute_of_show():
+    """``show.<section>`` holds each section's views; every views class is reachable from ``show``."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from docs import make_doc
+
+    from npu_tutorials.inputs.cards import load_card
+
+    show = Views(make_doc(), load_card("qwen2.5-0.5b"))
+    import npu_tutorials.views as views
+
+    reached = {type(show)} | {type(v) for v in vars(show).values() if isinstance(v, views.base.BaseViews)}
+    assert reached == {getattr(views, n) for n in views.__all__} - {views.BuildViews} | {Views}
 
 
 def test_the_facade_steps_the_contributing_page_lists_exist_and_are_documented():

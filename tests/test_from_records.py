@@ -84,14 +84,14 @@ def test_the_page_says_where_a_recorded_section_came_from(rec):
     base, origin = section_from_records(doc, "transformers_baseline", [rec], WHY)
     doc.results.efficiency.baselines, doc.results.from_records["transformers_baseline"] = base, origin
     show = Views(doc, card)
-    t = show.tuning_table()
+    t = show.tuning.tuning_table()
     assert "recorded by an earlier build" in t.caption and "Not measured in this build" in t.note
     assert origin.file in t.note and rec.provenance.git_commit[:10] in t.note
-    assert show.tuned_command().startswith(f"# the best configuration as {origin.file} recorded it")
-    e = show.efficiency_table()
+    assert show.tuning.tuned_command().startswith(f"# the best configuration as {origin.file} recorded it")
+    e = show.performance.efficiency_table()
     assert "in the recording build" in e.note and origin.file in e.note
     # this build's own sections say nothing of the kind
-    assert "recorded it in" not in Views(rec, card).tuning_table().note
+    assert "recorded it in" not in Views(rec, card).tuning.tuning_table().note
 
 
 def test_with_no_record_the_page_says_so_instead_of_a_table(rec):
@@ -99,11 +99,11 @@ def test_with_no_record_the_page_says_so_instead_of_a_table(rec):
     doc = _this_build(rec)
     doc.results.not_measured["tuning"] = WHY + "; no build recorded it"
     show = Views(doc, card)
-    for view in (show.tuning_table, show.tuning_plot):
+    for view in (show.tuning.tuning_table, show.tuning.tuning_plot):
         assert "Not measured in this build" in repr(view())
-    assert show.tuned_command().startswith("# Not measured")
+    assert show.tuning.tuned_command().startswith("# Not measured")
     # the knobs are the card's facts: listed even so, each marked unmeasured
-    knobs = show.tuning_knobs_table()
+    knobs = show.tuning.tuning_knobs_table()
     assert "Not measured in this build" in knobs.note
     assert [r[0] for r in knobs.rows] == [k.name for k in card.tuning.knobs if "cpu" in k.backends]
     assert all(r[-1].startswith("no") for r in knobs.rows)

@@ -127,19 +127,19 @@ def test_views_render_any_document_from_the_document_and_card_alone():
     card = load_card("qwen2.5-0.5b")
     doc = make_doc(throughput=123.4, mach=machine(backend="npu", device="Ascend910B3", n=2, vllm="0.23.0"))
     show = Views(doc, card)
-    bench = repr(show.bench_table())
+    bench = repr(show.serving.bench_table())
     assert "123.4" in bench and "Ascend910B3 x 2" in bench
-    assert "PASS" in repr(show.logits_verdict())
+    assert "PASS" in repr(show.accuracy.logits_verdict())
     env = repr(show.environment())
     assert "Ascend910B3" in env and "device 1" in env
-    assert show.bench_plot() is not None
+    assert show.serving.bench_plot() is not None
 
 
 def test_a_missing_section_is_a_clear_error():
     doc = make_doc()
     doc.results.logits_agreement = None
     with pytest.raises(TutorialError, match="no 'logits_agreement' section"):
-        Views(doc, load_card("qwen2.5-0.5b")).logits_table()
+        Views(doc, load_card("qwen2.5-0.5b")).accuracy.logits_table()
     with pytest.raises(TutorialError, match="cannot be shown with the card of 'palmyra-mini'"):
         Views(doc, load_card("palmyra-mini"))
 
@@ -149,11 +149,11 @@ def test_on_other_hardware_shows_each_recorded_document_with_its_provenance():
     now = make_doc(built_at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat())
     npu = make_doc(built_at="2026-01-02T00:00:00+00:00", throughput=456.3, weights="real",
                    mach=machine(backend="npu", device="Ascend910B3", vllm="0.23.0", vllm_ascend="0.23.0"))
-    t = Views(now, card).on_other_hardware([npu])
+    t = Views(now, card).compare.on_other_hardware([npu])
     text = repr(t)
     assert "456.3" in text and "Ascend910B3 x 1" in text and "real" in text and "2026-01-02" in text
     assert "stale:" in text and "days old" in text and "vllm 0.23.0, this build 0.32.0" in text
-    assert "No results" in repr(Views(now, card).on_other_hardware([]))
+    assert "No results" in repr(Views(now, card).compare.on_other_hardware([]))
 
 
 # -- gates ----------------------------------------------------------------------------------
@@ -458,19 +458,23 @@ def test_every_view_renders_each_recorded_document(path):
     from npu_tutorials.core.errors import TutorialError
     from npu_tutorials.views import Views
 
+    from npu_tutorials.views.base import BaseViews
+
     doc = results.read_doc(path)
-    views = Views(doc, load_card(path.parent.name))
+    show = Views(doc, load_card(path.parent.name))
+    sections = [show] + [v for v in vars(show).values() if isinstance(v, BaseViews)]  # show.serving, ...
     rendered = 0
-    for name, fn in inspect.getmembers(views, predicate=inspect.ismethod):
-        if name.startswith("_") or any(p.default is inspect.Parameter.empty
-                                       for p in inspect.signature(fn).parameters.values()):
-            continue
-        try:
-            fn()
-            rendered += 1
-        except TutorialError as exc:
-            assert "have no '" in str(exc), f"{name}: {exc}"
-    assert rendered >= 15
+    for views in sections:
+        for name, fn in inspect.getmembers(views, predicate=inspect.ismethod):
+            if name.startswith("_") or any(p.default is inspect.Parameter.empty
+                                           for p in inspect.signature(fn).parameters.values()):
+                continue
+            try:
+                fn()
+                rendered += 1
+            except TutorialError as exc:
+                assert "have no '" in str(exc), f"{name}: {exc}"
+    assert rendered >= 20
 
 
 RECORDED = [p for p in sorted((ROOT / "results").glob("*/*.json")) if p.parent.name != "methods"]
@@ -493,8 +497,8 @@ def test_one_figure_per_label_in_every_place(path):
     def cells(table):
         return {str(c) for row in table.rows for c in row}
 
-    other = cells(show.on_other_hardware([]))
-    gate_cells = cells(show.gate_table([doc]))
+    other = cells(show.compare.on_other_hardware([]))
+    gate_cells = cells(show.compare.gate_table([doc]))
     md = support_matrix([card], {card.key: "x"}, {card.key: doc}, {}, None)
     stats = headline_stats(doc)
     for key, f in figs.items():
@@ -505,11 +509,11 @@ def test_one_figure_per_label_in_every_place(path):
         if key != "roofline_fraction":
             assert f.short() in md, (key, f.short())
     if doc.results.benchmark:
-        bench = cells(show.bench_table())
+        bench = cells(show.serving.bench_table())
         for key in ("output_throughput", "median_ttft_ms", "median_tpot_ms"):
             assert figs[key].text() in bench, key
         # the label says what the median is over
-        labels = [row[0] for row in show.bench_table().rows]
+        labels = [row[0] for row in show.serving.bench_table().rows]
         assert any("median over" in label and "requests" in label for label in labels)
 
 

@@ -41,16 +41,16 @@ from npu_tutorials.views import Views  # noqa: E402
 doc = make_doc("{key}", built_at="2026-11-30T0{n}:00:00+00:00", commit=git_commit(), throughput={n}0.0)
 write_doc(doc)
 show = Views(doc, load_card("{key}"))
-show.bench_table()
+show.serving.bench_table()
 
 # %%
-show.logits_verdict()
+show.accuracy.logits_verdict()
 
 # %%
 show.environment()
 
 # %%
-show.bench_plot()
+show.serving.bench_plot()
 
 # %%
 print(doc.provenance.built_at, doc.provenance.git_commit)

@@ -2,7 +2,7 @@
 
 The servers are fakes that record what would start (argv and environment); the measurements are a fake
 device on which some knobs help, some do nothing and one hurts.  The real steps (:class:`TuningSteps`,
-``_argv``, ``_launch``) decide everything else.
+``server_argv``, ``launch``) decide everything else.
 """
 
 import io
@@ -152,35 +152,44 @@ def npu_build(monkeypatch, tmp_path):
     tiny = tmp_path / "tiny"
     monkeypatch.setattr("npu_tutorials.inputs.standin.ensure_standin", lambda card, **kw: type("W", (), {"path": tiny}))
 
+    made = []
+    monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "results"))
+
     def make(key, backend="npu"):
+        from npu_tutorials.tutorial import TutorialState
+
+        for old in made:  # stopped, not abandoned: nothing of a fake run is written
+            old.stop()
         FakeServer.started, FakeServer.refuse = [], ""
         card = load_card(key)
-        tut = Tutorial.__new__(Tutorial)
-        tut.card, tut.backend, tut.profile_name, tut.dtype = card, backend, "full", "bfloat16"
-        tut.eager_required, tut.dtype_note, tut.accuracy_dtype, tut.server_dtype = False, "", "bfloat16", None
-        tut.progress, tut.server, tut.build_changes, tut._extra = Progress(key, io.StringIO()), None, [], []
-        tut.device_env = {"ASCEND_RT_VISIBLE_DEVICES": "0"} if backend == "npu" else {}
-        tut.serve_path, tut.weights, tut.artifacts = tmp_path / "weights", None, tmp_path
-        shutil.copytree(card.config_path, tut.serve_path, dirs_exist_ok=True)
-        tut.port = lambda: 8123
-        tut._point = fake_point
-        tut.doc = sweep_doc(key, mach=machine(backend, "Ascend910B3"), profile="full",
-                            built_at="2026-12-01T08:00:00+00:00")
-        tut.doc.results.efficiency = Efficiency.model_construct(measured_bandwidth=1.0e12)
-        for p in tut.doc.results.concurrency_sweep:  # the sweep's server: graph mode with the card's defaults
+        doc = sweep_doc(key, mach=machine(backend, "Ascend910B3"), profile="full", built_at="2026-12-01T08:00:00+00:00")
+        doc.results.efficiency = Efficiency.model_construct(measured_bandwidth=1.0e12)
+        for p in doc.results.concurrency_sweep:  # the sweep's server: graph mode with the card's defaults
             p.output_throughput, p.tpot_ms, p.ttft_ms = measure("", p.concurrency)
+        state = TutorialState(card=card, backend=backend, env=None, progress=Progress(key, io.StringIO()),
+                              profile_name="full", dtype="bfloat16", dtype_note="", eager_required=False,
+                              accuracy_dtype="bfloat16", threads=1, mode="standin", doc=doc, artifacts=tmp_path,
+                              t0=0.0, serve_path=tmp_path / "weights",
+                              device_env={"ASCEND_RT_VISIBLE_DEVICES": "0"} if backend == "npu" else {})
+        shutil.copytree(card.config_path, state.serve_path, dirs_exist_ok=True)
+        state.port = lambda: 8123
+        tut = Tutorial(key, state)
+        tut.performance.point = fake_point
+        made.append(tut)
         return tut
 
-    return make
+    yield make
+    for tut in made:
+        tut.stop()
 
 
 def _added(tut, srv):
     """What a started server adds to the build's graph-mode command and environment."""
-    base = [a for a in tut._argv("bfloat16")[0] if a != "--enforce-eager"]
+    base = [a for a in tut.serving.server_argv("bfloat16")[0] if a != "--enforce-eager"]
     argv = list(srv.argv)
-    argv[argv.index("--model") + 1] = str(tut.serve_path)  # the tiny model's server: the same otherwise
+    argv[argv.index("--model") + 1] = str(tut.state.serve_path)  # the tiny model's server: the same otherwise
     assert argv[:len(base)] == base
-    env = {k: v for k, v in srv.env.items() if tut.run_env.get(k) != v}
+    env = {k: v for k, v in srv.env.items() if tut.state.run_env.get(k) != v}
     return argv[len(base):], env
 
 
@@ -215,7 +224,7 @@ def test_the_servers_an_npu_build_of_each_card_starts_for_tuning(npu_build):
         for srv in FakeServer.started:
             assert srv.env["PYTORCH_NPU_ALLOC_CONF"] == "expandable_segments:True"  # the build's own settings
             assert srv.env["ASCEND_RT_VISIBLE_DEVICES"] == "0" and "--enforce-eager" not in srv.argv[:-1]
-        assert FakeServer.started[-1].argv[FakeServer.started[-1].argv.index("--model") + 1] == str(tut.serve_path.parent / "tiny")
+        assert FakeServer.started[-1].argv[FakeServer.started[-1].argv.index("--model") + 1] == str(tut.state.serve_path.parent / "tiny")
         combo = "graph mode + best combination (full decode graph + task queue level 1 + async scheduling)"
         assert [r.name for r in out.rows][:2] == [plan.EAGER, plan.GRAPH] and out.rows[-1].name == combo
         assert out.best == combo and out.rows[-1].knobs == ["full decode graph", "task queue level 1", "async scheduling"]
@@ -248,12 +257,12 @@ def test_the_tuning_views_name_each_verdict_the_skipped_knobs_and_the_sources(np
     tut = npu_build("palmyra-mini")
     tut.tuning()
     show = Views(tut.doc, tut.card)
-    table = repr(show.tuning_table())
+    table = repr(show.tuning.tuning_table())
     assert "task queue level 2" in table and "weight prefetch" in table and "HCCL AIV expansion: a setting" in table
-    verdicts = {r[0]: r[-1] for r in show.tuning_table().rows}
+    verdicts = {r[0]: r[-1] for r in show.tuning.tuning_table().rows}
     assert verdicts["graph mode + full decode graph"] == "better" and verdicts["graph mode + weight prefetch"] == "worse"
     assert verdicts["graph mode + block size 128"] == "no clear change" and verdicts[plan.GRAPH] == "–"
-    knobs = show.tuning_knobs_table()
+    knobs = show.tuning.tuning_knobs_table()
     measured = {r[0]: r[-1] for r in knobs.rows}
     assert measured["jemalloc"] == "yes" and measured["HCCL AIV expansion"].startswith("a setting for a server on 2")
     assert all("vllm-ascend" in r[2] for r in knobs.rows)

@@ -41,7 +41,7 @@ show.conditions()
 
 # %%
 tut.benchmark()
-show.bench_table()
+show.serving.bench_table()
 
 # %%
 # Accuracy against the CPU
@@ -49,7 +49,7 @@ show.bench_table()
 # The engine's full-vocabulary logits against the fp32 reference, judged by
 # the card's thresholds.
 tut.logits_agreement()
-show.logits_verdict()
+show.accuracy.logits_verdict()
 
 # %%
 # Provenance

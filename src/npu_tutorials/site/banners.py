@@ -109,7 +109,7 @@ def recorded_rst(stem: str) -> str:
         return ""
     newest = docs[-1]
     show = Views(newest, card)
-    tables = [show.on_other_hardware(docs[:-1])]
+    tables = [show.compare.on_other_hardware(docs[:-1])]
     for name in ("bench_table", "logits_verdict", "consistency_verdict", "concurrency_table", "efficiency_table"):
         try:
             tables.append(getattr(show, name)())

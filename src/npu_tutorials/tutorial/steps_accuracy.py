@@ -10,6 +10,8 @@ from ..measure import accuracy, consistency, metrics, tasks
 from ..core.errors import TutorialError
 from ..record.schema import (Check, ForwardConsistency, Histogram, LogitsAgreement, LogitsRow, TaskRow, TaskScore,
                              TextAgreement, TextRow)
+from .state import TutorialState
+from .steps_serving import ServingSteps
 
 
 def _checks(verdict) -> list[Check]:
@@ -35,48 +37,51 @@ def _subsample(x: np.ndarray, n: int = 4000) -> list[float]:
 
 
 class AccuracySteps:
-    @property
-    def _real(self) -> bool:
-        return self._need_weights().is_real
+    """The engine against the fp32 CPU reference (logits, every position, greedy text), and the task scores.
+    Every check runs on the server in the accuracy dtype (:meth:`ServingSteps.server_for`)."""
+
+    def __init__(self, state: TutorialState, serving: ServingSteps):
+        self.s, self.serving = state, serving
+        self._gsm_cache: tasks.GSMSet | None = None
 
     def _gsm_set(self) -> tasks.GSMSet:
         """The GSM problem set of this profile, generated once and reused by every step."""
-        if getattr(self, "_gsm_cache", None) is None:
-            g = self.card.accuracy.gsm
+        if self._gsm_cache is None:
+            g = self.s.card.accuracy.gsm
             from ..checks.publish import publish_target
 
-            strict = self._real or bool(publish_target())  # real weights or publishing: GSM8K itself, or fail
-            self._gsm_cache = tasks.gsm_set(g.profiles[self.profile_name].num_problems, g.seed,
+            strict = self.s.real or bool(publish_target())  # real weights or publishing: GSM8K itself, or fail
+            self._gsm_cache = tasks.gsm_set(g.profiles[self.s.profile_name].num_problems, g.seed,
                                             fallback=None if strict else "")
         return self._gsm_cache
 
     def logits_agreement(self) -> LogitsAgreement:
         """The card's prompts: the engine's last-position logits over the whole vocabulary against the fp32
         reference (``accuracy.logits``), with the card's verdict."""
-        check = self.card.accuracy.logits
+        check = self.s.card.accuracy.logits
         if check is None:
-            raise TutorialError(f"cards/{self.card.key}.yaml has no accuracy.logits section")
-        with self.step(f"logits agreement ({len(check.prompts)} prompts, fp32 reference)"):
-            rep = accuracy.logits_agreement(self._server_for("accuracy"), self.card.serve.served_model_name,
-                                            self.reference_path, check, self.card.vocab_size, self._real)
+            raise TutorialError(f"cards/{self.s.card.key}.yaml has no accuracy.logits section")
+        with self.s.step(f"logits agreement ({len(check.prompts)} prompts, fp32 reference)"):
+            rep = accuracy.logits_agreement(self.serving.server_for("accuracy"), self.s.model,
+                                            self.s.serve_path, check, self.s.card.vocab_size, self.s.real)
         counts, edges = np.histogram(rep.errors, bins=120)
         eng, ref = rep.sample
         verdict = rep.verdict()
         out = LogitsAgreement(
             rows=[LogitsRow(**{k: v for k, v in r.items() if k in LogitsRow.model_fields}) for r in rep.rows],
             summary=rep.summary, thresholds=rep.thresholds, checks=_checks(verdict), passed=verdict.passed,
-            compared_form=metrics.COMPARED_AS[rep.compared_as], engine_dtype=self.accuracy_dtype,
+            compared_form=metrics.COMPARED_AS[rep.compared_as], engine_dtype=self.s.accuracy_dtype,
             error_histogram=Histogram(edges=edges.tolist(), counts=counts.tolist()),
             scatter_reference=_subsample(ref), scatter_engine=_subsample(eng))
-        self.results.logits_agreement = out
+        self.s.results.logits_agreement = out
         return out
 
     def forward_consistency(self) -> ForwardConsistency:
         """Every position of the card's text, engine against the fp32 reference, with the card's verdict."""
-        check = self.card.accuracy.consistency
-        with self.step("forward consistency (every position)"):
-            rep = consistency.forward_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
-                                                  self.reference_path, check, self.card.vocab_size, self._real)
+        check = self.s.card.accuracy.consistency
+        with self.s.step("forward consistency (every position)"):
+            rep = consistency.forward_consistency(self.serving.server_for("accuracy"), self.s.model,
+                                                  self.s.serve_path, check, self.s.card.vocab_size, self.s.real)
         d, verdict = rep.to_dict(), rep.verdict()
         out = ForwardConsistency(num_tokens=d["num_tokens"], positions=d["positions"], top1_pct=d["top1_pct"],
                                  top1_decisive_pct=d.get("top1_decisive_pct"),
@@ -86,33 +91,34 @@ class AccuracySteps:
                                  ppl_engine=d["ppl_engine"], ppl_reference=d["ppl_reference"],
                                  ppl_rel_diff_pct=d["ppl_rel_diff_pct"], cosine=d["cosine"], kl_nats=d["kl_nats"],
                                  thresholds=d["thresholds"], checks=_checks(verdict), passed=verdict.passed,
-                                 compared_form=metrics.COMPARED_AS[d["compared_as"]], engine_dtype=self.accuracy_dtype)
-        self.results.forward_consistency = out
+                                 compared_form=metrics.COMPARED_AS[d["compared_as"]],
+                                 engine_dtype=self.s.accuracy_dtype)
+        self.s.results.forward_consistency = out
         return out
 
     def _stop_ids(self) -> list[int] | None:
-        p = self.serve_path or self._need_weights().path
+        p = self.s.serve_path or self.s.need_weights().path
         gen = json.loads((p / "generation_config.json").read_text()) if (p / "generation_config.json").is_file() else {}
         eos = gen.get("eos_token_id")
         return eos if isinstance(eos, list) else ([eos] if eos is not None else None)
 
     def text_consistency(self) -> TextAgreement:
         """The card's chat prompts, greedy, engine against reference: identical texts, and where not, why."""
-        qa = self.card.accuracy.qa
-        with self.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
-            rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
-                                                self.reference_path, [i.prompt for i in qa.items], qa.max_tokens,
-                                                chat=True, stop_ids=self._stop_ids(), vocab_size=self.card.vocab_size)
-        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, real_weights=self._real)
+        qa = self.s.card.accuracy.qa
+        with self.s.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
+            rows = consistency.text_consistency(self.serving.server_for("accuracy"), self.s.model,
+                                                self.s.serve_path, [i.prompt for i in qa.items], qa.max_tokens,
+                                                chat=True, stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
+        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, real_weights=self.s.real)
         out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows), checks=_checks(verdict),
-                            passed=verdict.passed, engine_dtype=self.accuracy_dtype)
-        self.results.text_consistency = out
+                            passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
+        self.s.results.text_consistency = out
         return out
 
     def qa_scores(self) -> TaskScore:
         """The text-consistency answers scored against the card's expected answers."""
-        qa = self.card.accuracy.qa
-        text = self.results.text_consistency
+        qa = self.s.card.accuracy.qa
+        text = self.s.results.text_consistency
         if text is None:
             raise TutorialError("call text_consistency() first: the QA score scores its answers")
         rows = [TaskRow(question=i.prompt, expected=" / ".join(i.expected), output=r.engine_text,
@@ -120,18 +126,18 @@ class AccuracySteps:
         out = TaskScore(source="the report's five questions (model card)", rows=rows,
                         correct=sum(r.correct for r in rows), total=len(rows), max_tokens=qa.max_tokens,
                         truncated=sum(len(r.engine_ids) >= qa.max_tokens for r in text.rows),
-                        meaningful_for_model_quality=self._real)
-        self.results.qa = out
+                        meaningful_for_model_quality=self.s.real)
+        self.s.results.qa = out
         return out
 
     def gsm(self) -> TaskScore:
         """GSM8K (or, offline on stand-ins only, GSM-style problems) answered greedily and scored."""
-        g = self.card.accuracy.gsm
-        size = g.profiles[self.profile_name]
+        g = self.s.card.accuracy.gsm
+        size = g.profiles[self.s.profile_name]
         gs = self._gsm_set()
         problems = gs.problems
         source = gs.source + (f" (GSM8K not used: {gs.fallback_reason})" if gs.fallback_reason else "")
-        srv, model = self._server_for("accuracy"), self.card.serve.served_model_name
+        srv, model = self.serving.server_for("accuracy"), self.s.model
 
         def ask(p):
             r = srv.post("/v1/chat/completions", {
@@ -139,35 +145,37 @@ class AccuracySteps:
                 "temperature": 0.0, "max_tokens": size.max_tokens})
             return r["choices"][0]["message"]["content"], r["choices"][0].get("finish_reason")
 
-        with self.step(f"GSM-style problems ({len(problems)}, greedy, up to {size.max_tokens} tokens)"):
+        with self.s.step(f"GSM-style problems ({len(problems)}, greedy, up to {size.max_tokens} tokens)"):
             outs = consistency.parallel(ask, problems, 20)
         rows = [TaskRow(question=p.question, expected=p.answer, output=o, correct=tasks.gsm_correct(o, p.answer))
                 for (o, _), p in zip(outs, problems)]
         out = TaskScore(source=source, rows=rows, correct=sum(r.correct for r in rows), total=len(rows),
                         max_tokens=size.max_tokens, truncated=sum(f == "length" for _, f in outs),
-                        meaningful_for_model_quality=self._real)
-        self.results.gsm = out
+                        meaningful_for_model_quality=self.s.real)
+        self.s.results.gsm = out
         return out
 
     def e2e_config(self) -> str:
+        """vllm-ascend's e2e accuracy config for this model (its ``tests/e2e/models`` format), written next
+        to the page for download and recorded in the document."""
         from ..checks.e2e import e2e_config
 
-        text = e2e_config(self.card, self.doc)
-        path = self.artifacts / f"{self.card.key}-e2e.yaml"
+        text = e2e_config(self.s.card, self.s.doc)
+        path = self.s.artifacts / f"{self.s.card.key}-e2e.yaml"
         path.write_text(text)
-        self._publish(path, path.name)
-        self.results.e2e_config = text
+        self.s.publish(path, path.name)
+        self.s.results.e2e_config = text
         return text
 
     def greedy_agreement(self) -> TextAgreement:
         """The card's prompts, greedy tokens of engine and reference, each row with its own error."""
-        g = self.card.accuracy.greedy
-        with self.step(f"greedy agreement ({len(g.prompts)} prompts x {g.num_tokens} tokens)"):
-            rows = consistency.text_consistency(self._server_for("accuracy"), self.card.serve.served_model_name,
-                                                self.reference_path, g.prompts, g.num_tokens, chat=False,
-                                                vocab_size=self.card.vocab_size)
-        verdict = consistency.greedy_verdict(rows, **g.thresholds.model_dump(), real_weights=self._real)
+        g = self.s.card.accuracy.greedy
+        with self.s.step(f"greedy agreement ({len(g.prompts)} prompts x {g.num_tokens} tokens)"):
+            rows = consistency.text_consistency(self.serving.server_for("accuracy"), self.s.model,
+                                                self.s.serve_path, g.prompts, g.num_tokens, chat=False,
+                                                vocab_size=self.s.card.vocab_size)
+        verdict = consistency.greedy_verdict(rows, **g.thresholds.model_dump(), real_weights=self.s.real)
         out = TextAgreement(num_tokens=g.num_tokens, chat=False, rows=_text_rows(rows), checks=_checks(verdict),
-                            passed=verdict.passed, engine_dtype=self.accuracy_dtype)
-        self.results.greedy_agreement = out
+                            passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
+        self.s.results.greedy_agreement = out
         return out

@@ -11,6 +11,9 @@ from ..engine.bench import run_seed, run_serving_benchmark
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
 from ..record.schema import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Stat
+from .records import RecordSteps
+from .state import TutorialState
+from .steps_serving import ServingSteps
 
 
 def _ms(values) -> list[float]:
@@ -18,23 +21,29 @@ def _ms(values) -> list[float]:
 
 
 class PerformanceSteps:
+    """Latency against input length, throughput against concurrency, and efficiency (roofline fraction and
+    plain transformers), each on the server in the build's engine dtype."""
+
+    def __init__(self, state: TutorialState, serving: ServingSteps, records: RecordSteps):
+        self.s, self.serving, self.records = state, serving, records
+
     @property
     def sweep(self):
-        if not self.card.sweeps:
-            raise TutorialError(f"cards/{self.card.key}.yaml has no sweeps section")
-        return self.card.sweeps[self.profile_name]
+        if not self.s.card.sweeps:
+            raise TutorialError(f"cards/{self.s.card.key}.yaml has no sweeps section")
+        return self.s.card.sweeps[self.s.profile_name]
 
     def _bench(self, prof: BenchProfile, name: str):
-        return run_serving_benchmark(self._server_for("performance"), prof, model=self.card.serve.served_model_name,
-                                     tokenizer=str(self.serve_path), out_dir=self.artifacts / "sweeps", name=name,
-                                     worker=self.bench_worker)
+        return run_serving_benchmark(self.serving.server_for("performance"), prof, model=self.s.model,
+                                     tokenizer=str(self.s.serve_path), out_dir=self.s.artifacts / "sweeps", name=name,
+                                     worker=self.s.bench_worker())
 
     def input_length_sweep(self) -> list[LengthPoint]:
         """Per input length: requests one at a time (TTFT = prefill latency, TPOT = decode), then all at once."""
         reference.release()  # the engine needs the memory under load more than the reference does now
         sw, rows = self.sweep, []
-        with self.step("input-length sweep"):
-            for n_in in self.progress.iterate(sw.input_lens, "input length point"):
+        with self.s.step("input-length sweep"):
+            for n_in in self.s.progress.iterate(sw.input_lens, "input length point"):
                 alone = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
                                                  output_len=sw.sweep_output_len, max_concurrency=1), f"len{n_in}-c1")
                 together = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
@@ -43,13 +52,13 @@ class PerformanceSteps:
                                         tpot_ms=Stat.of(alone.per_request_tpot_ms()),
                                         ttft_concurrent_ms=Stat.of(_ms(together.data["ttfts"])),
                                         concurrent_requests=sw.requests_per_point))
-        self.results.input_length_sweep = rows
+        self.s.results.input_length_sweep = rows
         return rows
 
-    def _point(self, n: int, name: str) -> tuple[Stat, Stat, Stat]:
+    def point(self, n: int, name: str) -> tuple[Stat, Stat, Stat]:
         """(output throughput over repeated runs, TPOT and TTFT over their requests) at concurrency ``n``,
         on the card's base conditions for this profile."""
-        sw, base = self.sweep, self.profile
+        sw, base = self.sweep, self.s.profile
         runs = [self._bench(BenchProfile(num_prompts=max(2, sw.rounds * n), input_len=base.input_len,
                                          output_len=base.output_len, max_concurrency=n), f"{name}{n}-r{r}")
                 for r in range(max(1, sw.repeats))]
@@ -61,16 +70,16 @@ class PerformanceSteps:
         """Output throughput at each concurrency (``repeats`` runs of ``rounds`` x concurrency requests, at least 2)."""
         reference.release()
         rows = []
-        with self.step("concurrency sweep"):
-            for n in self.progress.iterate(self.sweep.concurrency, "concurrency point"):
-                thr, tpot, ttft = self._point(n, "conc")
+        with self.s.step("concurrency sweep"):
+            for n in self.s.progress.iterate(self.sweep.concurrency, "concurrency point"):
+                thr, tpot, ttft = self.point(n, "conc")
                 rows.append(ConcurrencyPoint(concurrency=n, output_throughput=thr, tpot_ms=tpot, ttft_ms=ttft,
                                              speedup=1.0, efficiency=1.0))
         one = rows[0].output_throughput.median
         for r in rows:
             r.speedup = r.output_throughput.median / one
             r.efficiency = r.speedup / r.concurrency
-        self.results.concurrency_sweep = rows
+        self.s.results.concurrency_sweep = rows
         return rows
 
     def efficiency(self) -> Efficiency:
@@ -81,38 +90,40 @@ class PerformanceSteps:
         process of their own that has exited before anything else uses it."""
         from ..engine import bandwidth
 
-        conc = self.results.concurrency_sweep
+        conc = self.s.results.concurrency_sweep
         if not conc:
             raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
         one = next(r for r in conc if r.concurrency == 1)
-        if self.server is not None:
-            self.server.stop()
-        with self.step("bandwidth probe"):
-            bw = bandwidth.measure(self.backend, self.env.device_name, env={**os.environ, **self.device_env})
-        base = self.profile
-        config = json.loads((self.serve_path / "config.json").read_text())
-        d = efficiency.decode_bytes(config, self.dtype, efficiency.mean_decode_context(base.input_len, base.output_len))
+        if self.s.server is not None:
+            self.s.server.stop()
+        with self.s.step("bandwidth probe"):
+            bw = bandwidth.measure(self.s.backend, self.s.env.device_name, env={**os.environ, **self.s.device_env})
+        base = self.s.profile
+        config = json.loads((self.s.serve_path / "config.json").read_text())
+        context = efficiency.mean_decode_context(base.input_len, base.output_len)
+        d = efficiency.decode_bytes(config, self.s.dtype, context)
         decode = DecodeBytes(**{k: d[k] for k in DecodeBytes.model_fields})
         achieved = decode.total / (one.tpot_ms.median / 1000.0)
         out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
                          measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
                          nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
                          fraction=achieved / bw.measured_bytes_per_s if bw.measured_bytes_per_s else None)
-        self.results.efficiency = out
+        self.s.results.efficiency = out
         if self.sweep.transformers_baseline:
             out.baselines = self._transformers_baseline(conc)
         else:
-            out.baselines = self.from_record("transformers_baseline", f"the {self.profile_name} profile leaves the "
-                                             "transformers baseline to the full one (TUTORIAL_PROFILE=full)") or []
+            why = (f"the {self.s.profile_name} profile leaves the transformers baseline to the full one "
+                   "(TUTORIAL_PROFILE=full)")
+            out.baselines = self.records.from_record("transformers_baseline", why) or []
         return out
 
     def _transformers_baseline(self, conc) -> list[Baseline]:
         """Plain transformers ``generate`` at concurrency 1 and the sweep's highest, on the prompts vLLM got."""
         from ..engine import isolated
 
-        base = self.profile
+        base = self.s.profile
         reference.release()  # the baseline loads the model again; do not hold two copies
-        device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.backend]
+        device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.s.backend]
         one = next(r for r in conc if r.concurrency == 1)
         top = max(r.concurrency for r in conc)
         points = [one, next(r for r in conc if r.concurrency == top)]
@@ -121,17 +132,18 @@ class PerformanceSteps:
                      bench_seed=run_seed(f"conc{p.concurrency}-r0"),
                      bench_num_prompts=max(2, self.sweep.rounds * p.concurrency)) for p in points]
         sizes = " and ".join(str(p.concurrency) for p in points)
-        with self.step(f"transformers baseline, batch {sizes} (the same prompts, lengths, dtype, device)"):
-            res = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput_points", str(self.serve_path),
-                                spec, device, self.dtype, repeats=max(1, self.sweep.repeats), threads=self.threads,
-                                preload=["torch_npu"] if self.backend == "npu" else [], timeout=3600,
-                                env={**os.environ, **self.device_env},
+        with self.s.step(f"transformers baseline, batch {sizes} (the same prompts, lengths, dtype, device)"):
+            res = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput_points",
+                                str(self.s.serve_path), spec, device, self.s.dtype,
+                                repeats=max(1, self.sweep.repeats), threads=self.s.threads,
+                                preload=["torch_npu"] if self.s.backend == "npu" else [], timeout=3600,
+                                env={**os.environ, **self.s.device_env},
                                 what=f"the transformers baseline (batch {sizes})")
         baselines = []
         for point, r in zip(points, res):
             thr = Stat.of(r["output_tokens_per_s_runs"])
             baselines.append(Baseline(batch=point.concurrency, input_len=base.input_len, output_len=base.output_len,
-                                      dtype=self.dtype, device=device, output_tokens_per_s=thr,
+                                      dtype=self.s.dtype, device=device, output_tokens_per_s=thr,
                                       vllm_output_tokens_per_s=point.output_throughput,
                                       speedup=point.output_throughput.median / thr.median))
         return baselines
@@ -139,7 +151,7 @@ class PerformanceSteps:
     def known_limitations(self) -> list[str]:
         """Warnings the server printed in this build (deduplicated): what this backend ignored or lacked."""
         seen: dict[str, str] = {}
-        lines = [line for log in sorted(self.artifacts.glob("server-*.log")) for line in
+        lines = [line for log in sorted(self.s.artifacts.glob("server-*.log")) for line in
                  log.read_text(errors="replace").splitlines()]
         for line in lines:
             m = re.search(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)", line)
@@ -148,6 +160,6 @@ class PerformanceSteps:
                 seen.setdefault(key, m.group(2)[:220])
         from ..record.results import scrub
 
-        out = [scrub(v, self.path_placeholders()) for v in seen.values()]
-        self.results.server_warnings = out
+        out = [scrub(v, self.s.path_placeholders()) for v in seen.values()]
+        self.s.results.server_warnings = out
         return out

@@ -1,6 +1,6 @@
 """Performance tuning, measured: the report's conditions beside a tuned deployment.
 
-Every configuration runs the same measurement (:meth:`PerformanceSteps._point`) at
+Every configuration runs the same measurement (:meth:`PerformanceSteps.point`) at
 concurrency 1 and at the sweep's highest concurrency: TPOT with its spread, output
 throughput, and the fraction of the measured bandwidth roofline, counting the bytes
 a decode step actually reads.  Each of the card's knobs for this backend is measured
@@ -17,6 +17,10 @@ from ..engine.commands import CONVERTED_ARCHS
 from ..core.errors import TutorialError
 from ..record.schema import Tuning, TuningRow
 from ..measure.tuning_plan import GRAPH
+from .records import RecordSteps
+from .state import TutorialState
+from .steps_performance import PerformanceSteps
+from .steps_serving import ServingSteps
 
 GRAPH_MODE = {"npu": "ACL graph (vllm-ascend's default without --enforce-eager)",
               "cuda": "CUDA graphs (vLLM's default without --enforce-eager)",
@@ -24,11 +28,17 @@ GRAPH_MODE = {"npu": "ACL graph (vllm-ascend's default without --enforce-eager)"
 
 
 class TuningSteps:
+    """The report's conditions beside graph mode, each of the card's knobs, and the best combination."""
+
+    def __init__(self, state: TutorialState, serving: ServingSteps, performance: PerformanceSteps,
+                 records: RecordSteps):
+        self.s, self.serving, self.performance, self.records = state, serving, performance, records
+
     def _decode_bytes(self, config: dict) -> float:
         from ..measure.efficiency import decode_bytes, mean_decode_context
 
-        p = self.profile
-        return float(decode_bytes(config, self.dtype, mean_decode_context(p.input_len, p.output_len))["total"])
+        p = self.s.profile
+        return float(decode_bytes(config, self.s.dtype, mean_decode_context(p.input_len, p.output_len))["total"])
 
     def _fraction(self, bytes_: float, tpot_ms: float, bw: float | None) -> float | None:
         return (bytes_ / (tpot_ms / 1000.0)) / bw if bw else None
@@ -39,27 +49,27 @@ class TuningSteps:
 
         from ..inputs.knobs import resolve_env
 
-        return resolve_env(env, "", {**os.environ, **self.run_env})
+        return resolve_env(env, "", {**os.environ, **self.s.run_env})
 
     def _measure_config(self, srv, bytes_: float, bw: float | None) -> TuningRow:
         """Start the server of one configuration (graph mode plus ``srv``'s flags and environment) and measure
         it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points where its own
         server was this configuration."""
-        top = max(self.sweep.concurrency)
+        top = max(self.performance.sweep.concurrency)
         if srv.reused:
-            conc = {p.concurrency: p for p in self.results.concurrency_sweep}
+            conc = {p.concurrency: p for p in self.s.results.concurrency_sweep}
             thr1, tpot1, thr_top = conc[1].output_throughput, conc[1].tpot_ms, conc[top].output_throughput
-            startup = self.results.server.startup_s
+            startup = self.s.results.server.startup_s
         else:
-            mode = f" ({GRAPH_MODE[self.backend]})" if srv.name == GRAPH else ""
-            with self.step(f"tuning: {srv.name}{mode}"):
-                self._launch(self.dtype, f"server start, {srv.name}", graphs=True, flags=list(srv.flags),
-                             env=self._knob_env(srv.env), label=f"-tune{len(self.results.tuning.rows)}")
-                tag = f"tune{len(self.results.tuning.rows)}-"
-                thr1, tpot1, _ = self._point(1, tag)
-                thr_top, _, _ = self._point(top, tag)
-                startup = self.server.startup_s
-                self.server.stop()
+            mode = f" ({GRAPH_MODE[self.s.backend]})" if srv.name == GRAPH else ""
+            with self.s.step(f"tuning: {srv.name}{mode}"):
+                self.serving.launch(self.s.dtype, f"server start, {srv.name}", graphs=True, flags=list(srv.flags),
+                             env=self._knob_env(srv.env), label=f"-tune{len(self.s.results.tuning.rows)}")
+                tag = f"tune{len(self.s.results.tuning.rows)}-"
+                thr1, tpot1, _ = self.performance.point(1, tag)
+                thr_top, _, _ = self.performance.point(top, tag)
+                startup = self.s.server.startup_s
+                self.s.server.stop()
         return TuningRow(name=srv.name, flags=list(srv.flags), env=dict(srv.env), knobs=list(srv.knobs),
                          startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
                          high_concurrency=top, fraction=self._fraction(bytes_, tpot1.median, bw))
@@ -70,10 +80,10 @@ class TuningSteps:
         try:
             return self._measure_config(srv, bytes_, bw)
         except TutorialError as exc:
-            if self.server is not None:
-                self.server.stop()
+            if self.s.server is not None:
+                self.s.server.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            self.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
+            self.s.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
             return None
 
     def tuning(self) -> Tuning | None:
@@ -81,7 +91,7 @@ class TuningSteps:
         this backend alone (in the profiles the card names), then the knobs that helped, combined, and the
         fixed overhead on a tiny model of the same architecture served in the best configuration.  Which
         servers and which knobs: :mod:`npu_tutorials.measure.tuning_plan`.  In a profile the card's
-        ``tuning.profiles`` leaves out, the recorded tuning instead (:meth:`from_record`), or None."""
+        ``tuning.profiles`` leaves out, the recorded tuning instead (:meth:`RecordSteps.from_record`), or None."""
         import json
         import os
 
@@ -89,26 +99,26 @@ class TuningSteps:
         from ..engine.commands import deploy_argv, format_command, serve_env
         from ..inputs.standin import ensure_standin, tiny_config
 
-        t = self.card.tuning
+        t = self.s.card.tuning
         if t is None:
-            raise TutorialError(f"cards/{self.card.key}.yaml has no tuning section")
-        if self.profile_name not in t.profiles:
-            self.results.tuning = self.from_record(
-                "tuning", f"the {self.profile_name} profile leaves tuning to the full one (TUTORIAL_PROFILE=full)")
-            return self.results.tuning
-        eff = self.results.efficiency
+            raise TutorialError(f"cards/{self.s.card.key}.yaml has no tuning section")
+        if self.s.profile_name not in t.profiles:
+            self.s.results.tuning = self.records.from_record(
+                "tuning", f"the {self.s.profile_name} profile leaves tuning to the full one (TUTORIAL_PROFILE=full)")
+            return self.s.results.tuning
+        eff = self.s.results.efficiency
         bw = eff.measured_bandwidth if eff else None
-        config = json.loads((self.serve_path / "config.json").read_text())
+        config = json.loads((self.s.serve_path / "config.json").read_text())
         bytes_ = self._decode_bytes(config)
-        self.results.tuning = out = Tuning(rows=[])
-        if self.server is not None:
-            self.server.stop()
+        self.s.results.tuning = out = Tuning(rows=[])
+        if self.s.server is not None:
+            self.s.server.stop()
         rows = out.rows
-        conc = {p.concurrency for p in self.results.concurrency_sweep or []}
-        swept = 1 in conc and max(self.sweep.concurrency) in conc and self.results.server is not None
-        environ = {**os.environ, **self.run_env}
-        servers, sel = plan.tuning_servers(self.card, self.backend, self.profile_name, environ=environ,
-                                           sweep_mode=("eager" if self._eager else "graph") if swept else None)
+        conc = {p.concurrency for p in self.s.results.concurrency_sweep or []}
+        swept = 1 in conc and max(self.performance.sweep.concurrency) in conc and self.s.results.server is not None
+        environ = {**os.environ, **self.s.run_env}
+        servers, sel = plan.tuning_servers(self.s.card, self.s.backend, self.s.profile_name, environ=environ,
+                                           sweep_mode=("eager" if self.s.eager else "graph") if swept else None)
         out.skipped = dict(sel.skipped)
         out.build_env = {v: environ.get(v, "") for k in sel.run for v in k.env}
         by_name = {k.name: k for k in sel.run}
@@ -125,22 +135,22 @@ class TuningSteps:
             rows += [row] if row is not None else []
         best = plan.pick_best(rows[1:], base)
         if t.overhead_model:
-            with self.step("tuning: fixed overhead on a tiny model of the same architecture"):
-                tiny = ensure_standin(self.card, config=tiny_config(self.card.config), label="tiny")
+            with self.s.step("tuning: fixed overhead on a tiny model of the same architecture"):
+                tiny = ensure_standin(self.s.card, config=tiny_config(self.s.card.config), label="tiny")
                 tiny_path = tiny.path
-                if self.card.architecture in CONVERTED_ARCHS:  # served converted, as the model itself is
+                if self.s.card.architecture in CONVERTED_ARCHS:  # served converted, as the model itself is
                     from ..inputs.convert import ensure_converted
 
                     tiny_path = ensure_converted(tiny.path)
-                self._launch(self.dtype, "server start, tiny model, graph mode", graphs=True, flags=best.flags,
+                self.serving.launch(self.s.dtype, "server start, tiny model, graph mode", graphs=True, flags=best.flags,
                              env=self._knob_env(best.env), model=tiny_path, label="-tiny")
-                _, tiny_tpot, _ = self._point(1, "tune-tiny-")
-                self.server.stop()
+                _, tiny_tpot, _ = self.performance.point(1, "tune-tiny-")
+                self.s.server.stop()
             out.fixed_overhead_ms = tiny_tpot.median
             if bw:
                 out.bandwidth_bound_ms = 1000.0 * bytes_ / bw
-        argv = deploy_argv(self.card, self.backend, extra=best.flags)
-        out.command = format_command(argv, {**serve_env(self.card, self.backend), **best.env}, exports=True)
+        argv = deploy_argv(self.s.card, self.s.backend, extra=best.flags)
+        out.command = format_command(argv, {**serve_env(self.s.card, self.s.backend), **best.env}, exports=True)
         out.best = best.name
         out.limit = self._limit_text(best, out)
         return out

@@ -1,4 +1,4 @@
-"""Views of the engine-vs-reference checks and the task-level checks."""
+"""Views of the engine-vs-reference checks (logits, greedy text) and the task-level checks."""
 
 from __future__ import annotations
 
@@ -15,14 +15,8 @@ def _top1(r) -> str:
 
 
 class AccuracyViews(BaseViews):
-    def _same_arithmetic_note(self, dtype: str | None = None) -> str:
-        """A comparison of two identical computations cannot differ: say so in words."""
-        return (" The engine computed in float32 here, like the reference, so agreement this close "
-                "checks the engine's kernels only, not reduced precision." if (dtype or self.dtype) == "float32"
-                else "")
-
-    def _label(self, section) -> str:
-        return f"{self.backend} engine, {getattr(section, 'engine_dtype', '') or self.dtype}"
+    """The engine's logits against the fp32 CPU reference: last positions, and every position of a text
+    (``show.accuracy``)."""
 
     # -- last-position logits ------------------------------------------------------------
     def logits_table(self) -> Table:
@@ -45,14 +39,14 @@ class AccuracyViews(BaseViews):
                      f"logit error ({', '.join(fmt(r.max_abs_err) for r in flips)}) tells a near-tie (gap below the "
                      "error: rounding can flip it) from an arithmetic fault (gap above it). ")
         note += ("'decisive': the gap exceeds the error at that position, so a flip there would be a fault."
-                 + self._same_arithmetic_note(a.engine_dtype))
+                 + self.same_arithmetic_note(a.engine_dtype))
         return Table(cols, rows, caption="Last-position logits, engine vs fp32 CPU reference, whole vocabulary",
                      note=note)
 
     def logits_plot(self):
         """The engine's logits against the reference's, and the error's distribution."""
         a = self.need("logits_agreement")
-        return plots.logits_error(a, f"{self.card.name}: {self._label(a)} vs fp32 CPU reference")
+        return plots.logits_error(a, f"{self.card.name}: {self.engine_label(a)} vs fp32 CPU reference")
 
     def logits_verdict(self) -> Verdict:
         """The logits verdict against the card's thresholds."""
@@ -69,9 +63,9 @@ class AccuracyViews(BaseViews):
                 ["top-1 agreement (%)", s["top1_pct"], rep.get("top1_pct")],
                 ["top-5 overlap (%)", s["top5_pct"], rep.get("top5_pct")],
                 ["KL divergence (nats)", s["kl_nats"], rep.get("kl_nats")]]
-        return Table(["metric", f"this build ({self._label(a)}, vs fp32 CPU)",
+        return Table(["metric", f"this build ({self.engine_label(a)}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows, caption="Summary beside the report's figures",
-                     note=self.cite + self.method_note("logits") + self._same_arithmetic_note(a.engine_dtype))
+                     note=self.cite + self.method_note("logits") + self.same_arithmetic_note(a.engine_dtype))
 
     # -- every position ----------------------------------------------------------------
     def consistency_verdict(self) -> Verdict:
@@ -102,14 +96,19 @@ class AccuracyViews(BaseViews):
                 ["cosine (full-vocabulary logits)", fmt(c.cosine, 7), "–"],
                 ["hidden-state cosine", "not measured", r.get("hidden_cosine")],
                 ["KL divergence (nats)", c.kl_nats, r.get("kl")]]
-        return Table(["metric", f"this build ({self._label(c)}, vs fp32 CPU)",
+        return Table(["metric", f"this build ({self.engine_label(c)}, vs fp32 CPU)",
                       f"reported ({self.card.reported.hardware})"], rows,
                      caption=f"One forward pass over {c.num_tokens} tokens ({c.positions} positions)",
                      note=f"Compared as {c.compared_form}. The server does not expose hidden states, so this build "
                           "compares the logits (the last layer's hidden state times lm_head) instead. "
-                          + self.cite + self.method_note("consistency") + self._same_arithmetic_note(c.engine_dtype))
+                          + self.cite + self.method_note("consistency") + self.same_arithmetic_note(c.engine_dtype))
 
-    # -- greedy text ---------------------------------------------------------------------
+
+
+class TextViews(BaseViews):
+    """Greedy text of the engine against the fp32 CPU reference: chat answers and the card's prompts
+    (``show.text``)."""
+
     def text_table(self) -> Table:
         """The greedy texts of engine and reference side by side, with where and why they part."""
         t = self.need("text_consistency")
@@ -135,6 +134,49 @@ class AccuracyViews(BaseViews):
         """The text-consistency verdict (identical answers) against the card's count."""
         t = self.need("text_consistency")
         return self.verdict(t.checks, self.stand_in_caveat)
+
+    def greedy_table(self) -> Table:
+        """Greedy decoding per prompt: first token, match rate, and where a divergence happened, why."""
+        g = self.need("greedy_agreement")
+        def err(e):
+            return None if e is None else e.max_abs_err
+
+        rows = [[r.prompt, "same" if r.engine_ids[:1] == r.reference_ids[:1] else "differs",
+                 f"{100 * r.match_rate:.0f} %", "–" if r.first_divergence is None else f"token {r.first_divergence}",
+                 r.margin_at_divergence, err(r.error_at_divergence),
+                 "–" if r.error_at_divergence is None else ("yes" if r.error_at_divergence.decisive else "no"),
+                 err(r.first_token_error)] for r in g.rows]
+        first = 100 * sum(r.engine_ids[:1] == r.reference_ids[:1] for r in g.rows) / len(g.rows)
+        mean = 100 * sum(r.match_rate for r in g.rows) / len(g.rows)
+        t = Table(["prompt", "first token", f"{g.num_tokens}-token match", "first divergence",
+                   "ref. top-1/top-2 gap there", "max |logit err| there", "decisive there",
+                   "max |logit err| at the first token"],
+                  rows, caption=f"Greedy decoding: engine ({g.engine_dtype or self.dtype}) vs fp32 CPU reference: "
+                                f"first-token agreement "
+                                f"{first:.0f} %, mean match {mean:.0f} %")
+        if all(r.first_divergence is None for r in g.rows):
+            t.note = "Every sequence is identical." + self.same_arithmetic_note(g.engine_dtype)
+        else:
+            t.note = ("Where the gap at the divergence point is below the engine's error there, the flip is "
+                      "rounding at a near-tie; above it, an arithmetic difference. After the first different token "
+                      "the two continue from different texts.")
+        t.note += self.method_note("greedy")
+        return t
+
+    def greedy_verdict(self) -> Verdict | None:
+        """The greedy-agreement verdict against the card's thresholds (None when it has none)."""
+        g = self.need("greedy_agreement")
+        return self.verdict(g.checks, self.stand_in_caveat) if g.checks else None
+
+    def greedy_plot(self):
+        """Per prompt, how many greedy tokens agree with the reference."""
+        g = self.need("greedy_agreement")
+        return plots.greedy_agreement(g.rows, f"{self.card.name}: greedy {g.num_tokens} tokens, "
+                                              f"{self.backend} engine vs fp32 CPU")
+
+
+class TaskViews(BaseViews):
+    """Task scores: the report's questions, GSM-style problems, and the e2e accuracy config (``show.tasks``)."""
 
     def _task_table(self, key: str, caption: str) -> Table:
         s = self.need(key)
@@ -185,43 +227,3 @@ class AccuracyViews(BaseViews):
     def e2e_config(self) -> str:
         """The vllm-ascend e2e accuracy config generated for this model."""
         return self.need("e2e_config")
-
-    # -- greedy agreement ------------------------------------------------------------------
-    def greedy_table(self) -> Table:
-        """Greedy decoding per prompt: first token, match rate, and where a divergence happened, why."""
-        g = self.need("greedy_agreement")
-        def err(e):
-            return None if e is None else e.max_abs_err
-
-        rows = [[r.prompt, "same" if r.engine_ids[:1] == r.reference_ids[:1] else "differs",
-                 f"{100 * r.match_rate:.0f} %", "–" if r.first_divergence is None else f"token {r.first_divergence}",
-                 r.margin_at_divergence, err(r.error_at_divergence),
-                 "–" if r.error_at_divergence is None else ("yes" if r.error_at_divergence.decisive else "no"),
-                 err(r.first_token_error)] for r in g.rows]
-        first = 100 * sum(r.engine_ids[:1] == r.reference_ids[:1] for r in g.rows) / len(g.rows)
-        mean = 100 * sum(r.match_rate for r in g.rows) / len(g.rows)
-        t = Table(["prompt", "first token", f"{g.num_tokens}-token match", "first divergence",
-                   "ref. top-1/top-2 gap there", "max |logit err| there", "decisive there",
-                   "max |logit err| at the first token"],
-                  rows, caption=f"Greedy decoding: engine ({g.engine_dtype or self.dtype}) vs fp32 CPU reference: "
-                                f"first-token agreement "
-                                f"{first:.0f} %, mean match {mean:.0f} %")
-        if all(r.first_divergence is None for r in g.rows):
-            t.note = "Every sequence is identical." + self._same_arithmetic_note(g.engine_dtype)
-        else:
-            t.note = ("Where the gap at the divergence point is below the engine's error there, the flip is "
-                      "rounding at a near-tie; above it, an arithmetic difference. After the first different token "
-                      "the two continue from different texts.")
-        t.note += self.method_note("greedy")
-        return t
-
-    def greedy_verdict(self) -> Verdict | None:
-        """The greedy-agreement verdict against the card's thresholds (None when it has none)."""
-        g = self.need("greedy_agreement")
-        return self.verdict(g.checks, self.stand_in_caveat) if g.checks else None
-
-    def greedy_plot(self):
-        """Per prompt, how many greedy tokens agree with the reference."""
-        g = self.need("greedy_agreement")
-        return plots.greedy_agreement(g.rows, f"{self.card.name}: greedy {g.num_tokens} tokens, "
-                                              f"{self.backend} engine vs fp32 CPU")

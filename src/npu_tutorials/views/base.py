@@ -80,6 +80,16 @@ class BaseViews:
         """A verdict table from the document's checks, with the caveat under it."""
         return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks], caveat)
 
+    def same_arithmetic_note(self, dtype: str | None = None) -> str:
+        """A comparison of two identical computations cannot differ: say so in words."""
+        return (" The engine computed in float32 here, like the reference, so agreement this close "
+                "checks the engine's kernels only, not reduced precision." if (dtype or self.dtype) == "float32"
+                else "")
+
+    def engine_label(self, section) -> str:
+        """The engine a comparison section ran on: backend and dtype."""
+        return f"{self.backend} engine, {getattr(section, 'engine_dtype', '') or self.dtype}"
+
     @property
     def stand_in_caveat(self) -> str:
         return "" if self.real else STANDIN_VERDICT

@@ -15,6 +15,8 @@ def _pct(x: float | None) -> str:
 
 
 class PerformanceViews(BaseViews):
+    """Latency against input length, throughput against concurrency, efficiency (``show.performance``)."""
+
     def length_table(self) -> Table:
         """Prefill, decode and concurrent TTFT against the input length."""
         rows = self.need("input_length_sweep")
@@ -86,6 +88,11 @@ class PerformanceViews(BaseViews):
             note += absent.text
         return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers "
                                              "baseline", note=note)
+
+
+
+class TuningViews(BaseViews):
+    """The tuning comparison: configurations, knobs and the tuned command (``show.tuning``)."""
 
     def tuning_table(self) -> Table:
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shlex
 from math import prod
 
 from . import plots
@@ -13,8 +11,9 @@ from ..core.tables import Table, fmt
 from .base import BaseViews
 
 
-class ServingViews(BaseViews):
-    # -- where and what --------------------------------------------------------------
+class BuildViews(BaseViews):
+    """Where the page was built, the model, the weights, the conditions and the provenance."""
+
     def environment(self) -> Table:
         """Where this build ran: backend, devices, versions."""
         m = self.prov.machine
@@ -93,38 +92,33 @@ class ServingViews(BaseViews):
         return Table(["", ""], [["route", sc.route]] + ([["why", sc.why]] if sc.why else []),
                      caption="How this build serves the checkpoint")
 
-    # -- this build's commands -------------------------------------------------------
-    def offline_code(self) -> str:
-        """The offline vllm.LLM script this build ran."""
-        return self.need("offline_example").code
+    def known_limitations(self) -> Table:
+        """The warnings the vLLM server printed in this build."""
+        rows = [[w] for w in (self.r.server_warnings or [])]
+        return Table(["warning printed by the vLLM server in this build"], rows or [["(none)"]],
+                     caption=f"What the {self.backend} backend reported while serving")
+
+    def provenance(self) -> Table:
+        """Where, when and with what every number on the page was measured."""
+        p = self.prov
+        rows = [["built at", p.built_at], ["git commit", p.git_commit], ["backend", p.backend], ["device", p.device],
+                ["weights", p.weights.label if p.weights else "–"], ["profile", p.profile],
+                ["engine dtype", p.engine_dtype], ["status", p.status], ["wall time", f"{p.wall_time_s:.0f} s"],
+                ["versions", ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
+        costs = self.r.costs
+        if costs:
+            rows.append(["time per step", "; ".join(f"{c.step}: {c.seconds:.0f} s" for c in costs)])
+        return Table(["", ""], rows, caption="Provenance of every number on this page",
+                     note=f"The whole document: {self.doc.model}-results.json (schema {self.doc.schema_}).")
+
+
+class ServingViews(BaseViews):
+    """The offline example, the functional check and the benchmark (``show.serving``)."""
 
     def offline_output(self) -> str:
         """What the offline script printed, and how long it took."""
         o = self.need("offline_example")
         return f"{o.prompt!r} -> {o.text!r}\n(whole script, engine start included: {o.wall_s:.0f} s)"
-
-    def server_command(self) -> str:
-        """The server command this build ran, with what only the build adds."""
-        s = self.need("server")
-        notes = ["# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page",
-                 "# <weights>: this build's weights folder"]
-        notes += [f"# {c}" for c in self.need("conditions").build_changes]
-        return f"{s.command}\n" + "\n".join(notes) + f"\n# ready after {s.startup_s:.0f} s; models: {s.models}"
-
-    def curl_command(self) -> str:
-        """The readiness check and the card's request as curl commands against this build's server."""
-        f = self.card.functional
-        body = {"model": self.card.serve.served_model_name, "max_tokens": f.max_tokens, "temperature": f.temperature}
-        if f.endpoint == "chat":
-            body = {"model": body["model"], "messages": [{"role": "user", "content": f.prompt}], **body}
-            path = "/v1/chat/completions"
-        else:
-            body = {"model": body["model"], "prompt": f.prompt, **body}
-            path = "/v1/completions"
-        base = self.need("server").base_url
-        text = json.dumps(body, ensure_ascii=False, indent=2)
-        return (f"# readiness\ncurl -sf {base}/v1/models\n# request\ncurl -s {base}{path} \\\n"
-                f"  -H 'Content-Type: application/json' \\\n  -d {shlex.quote(text)}")
 
     def functional(self) -> Table:
         """The functional request and the engine's reply."""
@@ -142,11 +136,6 @@ class ServingViews(BaseViews):
             caption = "Functional check through the OpenAI client"
         note = "" if self.real else "Stand-in weights: the text follows the planted next-token map by design."
         return Table(["", ""], rows, caption=caption, note=note)
-
-    # -- benchmark -------------------------------------------------------------------
-    def bench_command(self) -> str:
-        """The vllm bench serve command this build ran (against its own server)."""
-        return self.need("benchmark").command
 
     def bench_table(self) -> Table:
         """The benchmark's figures (headline figures with median, spread and sample), beside the report's."""
@@ -179,23 +168,3 @@ class ServingViews(BaseViews):
         c = b.conditions
         return plots.latency_distributions(b, f"{self.card.name} on {self.backend}: per-request latency "
                                               f"({c.num_prompts} requests, {c.input_len} in / {c.output_len} out)")
-
-    # -- what the server reported, and provenance ---------------------------------------
-    def known_limitations(self) -> Table:
-        """The warnings the vLLM server printed in this build."""
-        rows = [[w] for w in (self.r.server_warnings or [])]
-        return Table(["warning printed by the vLLM server in this build"], rows or [["(none)"]],
-                     caption=f"What the {self.backend} backend reported while serving")
-
-    def provenance(self) -> Table:
-        """Where, when and with what every number on the page was measured."""
-        p = self.prov
-        rows = [["built at", p.built_at], ["git commit", p.git_commit], ["backend", p.backend], ["device", p.device],
-                ["weights", p.weights.label if p.weights else "–"], ["profile", p.profile],
-                ["engine dtype", p.engine_dtype], ["status", p.status], ["wall time", f"{p.wall_time_s:.0f} s"],
-                ["versions", ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
-        costs = self.r.costs
-        if costs:
-            rows.append(["time per step", "; ".join(f"{c.step}: {c.seconds:.0f} s" for c in costs)])
-        return Table(["", ""], rows, caption="Provenance of every number on this page",
-                     note=f"The whole document: {self.doc.model}-results.json (schema {self.doc.schema_}).")
