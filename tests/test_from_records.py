@@ -119,3 +119,14 @@ def test_only_the_named_sections_can_come_from_a_record(rec):
     data["results"]["not_measured"] = {"tunning": "a typo"}
     with pytest.raises(ValidationError, match="tuning"):
         ResultsDoc.model_validate(data)
+
+
+@pytest.mark.parametrize("stem", ["palmyra_mini", "qwen2_5_0_5b", "qwen3_0_6b", "qwen_1_8b_chat"])
+def test_an_unexecuted_page_shows_its_recorded_results_as_tables(stem):
+    """The section an unexecuted page gets (site.banners.recorded_rst): the newest recorded run beside the
+    others, and the headline views of its sections (each model's records hold at least two of them)."""
+    from npu_tutorials.site.banners import recorded_rst
+
+    rst = recorded_rst(stem)
+    assert rst.startswith("Recorded results\n") and ".. raw:: html" in rst
+    assert rst.count("<table") >= 3, rst[:400]

@@ -110,9 +110,10 @@ def recorded_rst(stem: str) -> str:
     newest = docs[-1]
     show = Views(newest, card)
     tables = [show.compare.on_other_hardware(docs[:-1])]
-    for name in ("bench_table", "logits_verdict", "consistency_verdict", "concurrency_table", "efficiency_table"):
+    for view in (show.serving.bench_table, show.accuracy.logits_verdict, show.accuracy.consistency_verdict,
+                 show.performance.concurrency_table, show.performance.efficiency_table):
         try:
-            tables.append(getattr(show, name)())
+            tables.append(view())
         except TutorialError:
             continue
     html = "\n".join(t._repr_html_() for t in tables)
