@@ -8,6 +8,7 @@
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
+# make intl        update the translators' catalogs (docs/source/locale/zh_CN/LC_MESSAGES/*.po) from the pages
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -24,6 +25,12 @@ export TORCH_DEVICE_BACKEND_AUTOLOAD := 0
 BUILDDIR ?= _build
 SPHINXOPTS ?=
 SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
+# The site in Simplified Chinese too, into $(BUILDDIR)/html/zh_CN: the pages the English pass executed, reused;
+# nothing runs again (npu_tutorials.site.i18n)
+LANG2 := zh_CN
+CHECK_TRANSLATIONS ?= $(VPY) scripts/check_translations.py --lang $(LANG2)
+TRANSLATE ?= TUTORIAL_TRANSLATION_PASS=1 TUTORIAL_FORCE= $(VPY) -m sphinx -b html -D language=$(LANG2) -c . \
+	docs/source $(BUILDDIR)/html/$(LANG2) -d $(BUILDDIR)/doctrees-$(LANG2) $(SPHINXOPTS)
 export TUTORIAL_CACHE ?= $(CURDIR)/.cache
 export TUTORIAL_BUILD_DIR ?= $(CURDIR)/$(BUILDDIR)
 FORCE ?=
@@ -46,7 +53,7 @@ GATE ?=
 # make check GATE=1: a headline figure beyond its limit is measured CONFIRM times more (default: gate.CONFIRM);
 # the majority decides
 CONFIRM ?=
-.PHONY: html html-noplot test check record assemble clean distclean venv
+.PHONY: html html-noplot test check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt scripts/bootstrap_env.sh
@@ -55,14 +62,16 @@ $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requir
 html: venv
 	@$(RUN) $(PREFLIGHT)
 	$(RUN) $(SPHINX)
-	@$(RUN) $(CHECK) --built
+	$(if $(SHARD),@true,$(RUN) $(TRANSLATE))
+	@$(RUN) $(CHECK) --built $(if $(SHARD),,--lang2 $(LANG2))
 	@$(RUN) $(if $(SHARD),$(VPY) scripts/shard.py pack --shard $(SHARD) --build-dir $(BUILDDIR),true)
-	@echo "site: $(BUILDDIR)/html/index.html; results: $(BUILDDIR)/results/"
+	@echo "site: $(BUILDDIR)/html/index.html ($(LANG2): $(BUILDDIR)/html/$(LANG2)/index.html); results: $(BUILDDIR)/results/"
 
 assemble: venv
 	@$(RUN) $(VPY) scripts/shard.py assemble --shards "$(SHARDS)" --build-dir $(BUILDDIR)
 	$(RUN) TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(SPHINX)
-	@$(RUN) $(CHECK) --built
+	$(RUN) TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(TRANSLATE)
+	@$(RUN) $(CHECK) --built --lang2 $(LANG2)
 	@echo "site: $(BUILDDIR)/html/index.html (assembled from $(SHARDS))"
 
 html-noplot: venv
@@ -76,7 +85,14 @@ test-slow: venv
 	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m slow tests
 
 check: venv
-	$(RUN) $(CHECK) --strict $(if $(filter-out 0,$(GATE)),--gate $(if $(CONFIRM),--confirm $(CONFIRM)))
+	$(RUN) $(CHECK) --strict --lang2 $(LANG2) $(if $(filter-out 0,$(GATE)),--gate $(if $(CONFIRM),--confirm $(CONFIRM)))
+	$(RUN) $(CHECK_TRANSLATIONS)
+
+intl: venv
+	$(RUN) TUTORIAL_TRANSLATION_PASS=1 $(VPY) -m sphinx -b gettext -q -c . docs/source $(BUILDDIR)/gettext \
+		-d $(BUILDDIR)/doctrees-gettext
+	$(RUN) $(VENV)/bin/sphinx-intl update -p $(BUILDDIR)/gettext -l $(LANG2) -d docs/source/locale
+	@echo "catalogs: docs/source/locale/$(LANG2)/LC_MESSAGES (fill each msgstr; make check names what is left)"
 
 record: venv
 	$(RUN) $(VPY) scripts/record.py --build-dir $(BUILDDIR)

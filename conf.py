@@ -13,6 +13,7 @@ from npu_tutorials.site.pages import always_reread_landing, fill_landing  # noqa
 from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
 from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
+from npu_tutorials.site.i18n import static_text, translation_pass  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -35,7 +36,17 @@ html_theme = "pydata_sphinx_theme"
 html_title = "vLLM on Ascend tutorials"
 html_static_path = [str(SRC / "_static")]
 html_css_files = ["tutorials.css"]
-html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2,
+                      "navbar_end": ["lang-switch", "theme-switcher", "navbar-icon-links"]}
+templates_path = [str(SRC / "_templates")]
+
+# The Chinese site (npu_tutorials.site.i18n): make html builds it into _build/html/zh_CN with -D language=zh_CN
+# from docs/source/locale/zh_CN/LC_MESSAGES (sphinx-intl, as vllm-ascend's docs); make intl updates them.
+language = "en"
+locale_dirs = ["locale/"]
+gettext_compact = False
+gettext_uuid = False
+gettext_location = False
 
 # Where tutorials write their results and downloadable files during the build.
 BUILD = Path(os.environ.get("TUTORIAL_BUILD_DIR", ROOT / "_build"))
@@ -47,9 +58,11 @@ GALLERY_OUT = SRC / "tutorials" / "models"
 GALLERY = Path(os.environ.get("TUTORIAL_GALLERY_DIR") or ROOT / "gallery")  # tests use galleries of their own
 # make assemble: the pages come from shards built elsewhere; execute nothing, invalidate nothing.
 ASSEMBLE = os.environ.get("TUTORIAL_ASSEMBLE", "") not in ("", "0")
+# The second language's pass (and make intl): the pages the first pass executed, reused; nothing runs.
+TRANSLATION = translation_pass()
 
 write_generated(SRC)
-if not ASSEMBLE:
+if not ASSEMBLE and not TRANSLATION:
     # Re-run a tutorial when anything it depends on changed (its card, the package, the requirements, the
     # engine, its controls, the weights it would use), not only when its script did (sphinx-gallery's MD5).
     invalidate_changed_tutorials(GALLERY_OUT)
@@ -57,14 +70,14 @@ if not ASSEMBLE:
 # One tutorial only: TUTORIAL_ONLY=qwen2_5_0_5b (a regular expression on the file name).
 _only = os.environ.get("TUTORIAL_ONLY", "")
 # make html FORCE=1: re-run the selected tutorials even when nothing they depend on changed.
-if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0"):
+if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0") and not TRANSLATION:
     force_rerun(GALLERY_OUT, _only)
 # Execute the selected tutorials of this shard that fit this build's hardware; label the others.
-_plan = plan_build(GALLERY_OUT, _only, os.environ.get("TUTORIAL_SHARD"), ASSEMBLE)
+_plan = plan_build(GALLERY_OUT, _only, os.environ.get("TUTORIAL_SHARD"), ASSEMBLE) if not TRANSLATION else None
 sphinx_gallery_conf = {
     "examples_dirs": [str(GALLERY)],
     "gallery_dirs": [str(GALLERY_OUT)],
-    "filename_pattern": _plan.filename_pattern(),
+    "filename_pattern": _plan.filename_pattern() if _plan else r"^$",  # the translation pass: none
     "ignore_pattern": r"__init__\.py|/_",
     "capture_repr": ("_repr_html_", "__repr__"),
     "ignore_repr_types": r"matplotlib[a-z_.]*|NoneType",
@@ -82,11 +95,12 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
     "within_subsection_order": "FileNameSortKey",
     # TUTORIAL_JOBS / a multi-device host: tutorials run at once, each on devices of its own (scheduler.py)
-    "parallel": _plan.jobs if _plan.jobs > 1 else False,
+    "parallel": _plan.jobs if _plan and _plan.jobs > 1 else False,
 }
 
 
 def setup(app):
+    app.connect("source-read", static_text)
     app.connect("source-read", add_banners)
     app.connect("source-read", fill_landing)
     app.connect("env-get-outdated", always_reread_landing)

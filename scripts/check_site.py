@@ -4,6 +4,8 @@
   --strict (make check, CI): every tutorial executed, with tables, figures and provenance.
   --built  (the end of make html): every executed page is good (no traceback, provenance equal
            to its results JSON); a page rendered without execution must say so.
+  --lang2 zh_CN  also: the second language's site mirrors the English one (every page, the language
+           switch of each, a tutorial page's tables and figures); make html and make check pass it.
 """
 
 import argparse
@@ -24,6 +26,8 @@ def main() -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--strict", dest="strict", action="store_true", default=True)
     mode.add_argument("--built", dest="strict", action="store_false")
+    ap.add_argument("--lang2", default="", metavar="LANG",
+                    help="also check the site of this second language (html/LANG) against the English one")
     ap.add_argument("--gate", action="store_true", help="also compare with the recorded baselines (GATE=1)")
     ap.add_argument("--confirm", type=int, default=None, metavar="N",
                     help="with --gate: measure a model whose figure is beyond its limit N times more (a fresh "
@@ -37,6 +41,16 @@ def main() -> int:
     if not problems:
         print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
               "check: every page is publishable (executed pages are complete, the others say they did not run)")
+    if a.lang2:
+        from npu_tutorials.checks.translations import mirror_problems
+
+        mirror = mirror_problems(Path(a.build_dir) / "html", a.lang2)
+        for p in mirror:
+            print(f"languages: {p}", file=sys.stderr)
+        if not mirror:
+            print(f"languages: every page has its {a.lang2} counterpart, with the same tables and figures, and "
+                  "a language switch that resolves")
+        problems += mirror
     if a.strict:  # the methods page's recorded controls: measured with today's check code and thresholds?
         from npu_tutorials.checks.methods import stale_controls
 

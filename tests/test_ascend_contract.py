@@ -436,8 +436,10 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
     calls = _calls(venv)
     ran = [c.split(" | ")[0] for c in calls]
     assert ran[0] == "-m pytest -m not slow tests" and ran[1] == "scripts/preflight.py"
-    assert ran[2].startswith("-m sphinx -b html") and ran[3].startswith("scripts/check_site.py")
-    assert ran[4] == f"scripts/check_site.py --build-dir {build} --strict"
+    assert ran[2].startswith("-m sphinx -b html") and ran[3].startswith("-m sphinx -b html -D language=zh_CN")
+    assert ran[4].startswith("scripts/check_site.py") and ran[4].endswith("--built --lang2 zh_CN")
+    assert ran[5] == f"scripts/check_site.py --build-dir {build} --strict --lang2 zh_CN"
+    assert ran[6] == "scripts/check_translations.py --lang zh_CN"
     for c in calls:
         seen = dict(part.split("=", 1) for part in c.split(" | ")[1:])
         assert seen["ASCEND_TOOLKIT_HOME"] == home, c

@@ -151,7 +151,7 @@ def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
     venv = Path(sys.executable).parents[1]
     # -o: the running venv is never rebuilt (a tree whose files are newer than .ready would delete it)
     p = subprocess.run(["make", "-o", f"{venv}/.ready", "html", f"BUILDDIR={build}", f"VENV={venv}", "PREFLIGHT=true",
-                        "SPHINX=true"],
+                        "SPHINX=true", "TRANSLATE=true"],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode != 0
     lines = [l for l in p.stderr.splitlines() if l.startswith("check: ")]

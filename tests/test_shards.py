@@ -38,6 +38,8 @@ from npu_tutorials.record.results import git_commit, write_doc  # noqa: E402
 from npu_tutorials.views import Views  # noqa: E402
 
 # the model of this page (as a tutorial names it): Tutorial("{key}")
+with open({counter!r}, "a") as runs:  # each execution, counted: the second language runs nothing
+    runs.write("{key}\\n")
 doc = make_doc("{key}", built_at="2026-11-30T0{n}:00:00+00:00", commit=git_commit(), throughput={n}0.0)
 write_doc(doc)
 show = Views(doc, load_card("{key}"))
@@ -59,11 +61,12 @@ print(doc.provenance.built_at, doc.provenance.git_commit)
 
 def _fake_gallery(d: Path) -> Path:
     d.mkdir()
+    counter = d.parent / "executions.txt"
     (d / "README.rst").write_text("Model tutorials\n===============\n")
     for n, (stem, key) in enumerate((("fast_a", "qwen2.5-0.5b"), ("fast_b", "palmyra-mini")), 1):
         title = f"Fast {stem[-1].upper()}"
         (d / f"{stem}.py").write_text(FAKE.format(title=title, underline="=" * len(title), tests=str(TESTS),
-                                                   key=key, n=n))
+                                                   key=key, n=n, counter=str(counter)))
     return d
 
 
@@ -95,9 +98,10 @@ def _make(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
                           timeout=900, env=env)
 
 
-def _page_outputs(repo: Path, stem: str) -> str:
-    """The executed output blocks of a page (what the tutorial printed and showed)."""
-    html = (repo / "_build" / "html" / "tutorials" / "models" / f"{stem}.html").read_text()
+def _page_outputs(repo: Path, stem: str, lang: str = "") -> str:
+    """The executed output blocks of a page (what the tutorial printed and showed), in the English site or in
+    the site of ``lang``."""
+    html = (repo / "_build" / "html" / lang / "tutorials" / "models" / f"{stem}.html").read_text()
     import re
 
     return "\n".join(re.findall(r'<div class="tut-table">.*?</div>|<pre>.*?</pre>', html, flags=re.S))
@@ -132,7 +136,7 @@ def test_two_shards_plus_assemble_equal_one_build(tmp_path):
     r = _make(site, "assemble", f"SHARDS={archives}", env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "assembled 2 shards: fast_a, fast_b" in r.stdout
-    r = _make(site, "check", env=env)
+    r = _make(site, "check", "CHECK_TRANSLATIONS=true", env=env)  # this gallery's pages have no catalogs
     assert r.returncode == 0, r.stderr[-3000:]
 
     single = _copy_checkout(tmp_path / "single")
@@ -141,6 +145,12 @@ def test_two_shards_plus_assemble_equal_one_build(tmp_path):
     for stem, key in (("fast_a", "qwen2.5-0.5b"), ("fast_b", "palmyra-mini")):
         assert _page_outputs(site, stem) == _page_outputs(single, stem) != ""
         assert _doc(site, key) == _doc(single, key)
+        # both languages show the same executed outputs, and each build executed each tutorial once:
+        # one per shard, one for the single build; neither the Chinese pass nor the assembly ran anything
+        assert _page_outputs(site, stem, "zh_CN") == _page_outputs(site, stem)
+        assert _page_outputs(single, stem, "zh_CN") == _page_outputs(single, stem)
+    runs = (tmp_path / "executions.txt").read_text().split()
+    assert sorted(runs) == ["palmyra-mini", "palmyra-mini", "qwen2.5-0.5b", "qwen2.5-0.5b"]
 
 
 def _archive(d: Path, k: int, n: int, tutorials: list[str], commit: str = "c1") -> None:

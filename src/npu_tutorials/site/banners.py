@@ -64,8 +64,10 @@ def _insert_after_title(text: str, block: str) -> str:
 def add_banners(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: label a tutorial page that this build did not execute, or that it built on
     a CPU or with stand-in weights."""
+    from .i18n import extracting
+
     text = source[0]
-    if "sphx_glr_download_" not in text:  # not a sphinx-gallery example page
+    if "sphx_glr_download_" not in text or extracting(app):  # not an example page, or text for translators
         return
     stem = docname.rsplit("/", 1)[-1]
     if "sphx-glr-script-out" not in text and "tut-table" not in text:

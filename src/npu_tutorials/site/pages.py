@@ -104,7 +104,11 @@ def _this_builds_docs() -> list:
 
 def fill_landing(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: put the generated matrices, costs and methods figures where the pages
-    mark them."""
+    mark them (not for the translators' catalogs: what a build measures is no message)."""
+    from .i18n import extracting
+
+    if extracting(app):
+        return
     if COSTS_MARK in source[0]:
         source[0] = source[0].replace(COSTS_MARK, costs_markdown())
     if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):

@@ -1,0 +1,46 @@
+"""The site in Simplified Chinese as well as English, from one build: Sphinx's gettext flow, as
+vllm-ascend's docs use it.
+
+* ``make intl``: the gettext builder extracts every page's text, leaving out what a build measures
+  (:func:`static_text`), and sphinx-intl updates ``docs/source/locale/zh_CN/LC_MESSAGES/**/*.po``;
+  a translator fills each ``msgstr`` (an English text that changed comes back ``fuzzy``);
+* ``make html`` builds the English site, then the Chinese one into ``_build/html/zh_CN`` from the same
+  executed pages (:func:`translation_pass`: nothing executes, nothing is invalidated);
+* every page links to its counterpart (``docs/source/_templates/lang-switch.html``);
+* ``make check`` fails on an untranslated or fuzzy message (:mod:`npu_tutorials.checks.translations`).
+
+What the code writes (tables, verdicts, banners, the landing matrices, plot labels) is still English on
+both sites.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
+SECOND = "zh_CN"
+TIMING = re.compile(r"^[ \t]*\*\*Total running time of the script:\*\*.*$", re.M)
+
+
+def translation_pass() -> bool:
+    """This Sphinx run builds the second language from the first one's pages (``TUTORIAL_TRANSLATION_PASS``):
+    it executes no tutorial, invalidates none, and writes no plan."""
+    return os.environ.get("TUTORIAL_TRANSLATION_PASS", "") not in ("", "0")
+
+
+def extracting(app) -> bool:
+    """The gettext builder is extracting messages (``make intl``, the translation check)."""
+    return app is not None and getattr(app, "builder", None) is not None and app.builder.name == "gettext"
+
+
+def static_text(app, docname: str, source: list[str]) -> None:
+    """Sphinx ``source-read``, gettext builder only: leave out of the catalogs what differs from build to
+    build (a tutorial's running time, the execution-time tables), so a message is translated once."""
+    if not extracting(app):
+        return
+    if docname.endswith("sg_execution_times"):  # sphinx-gallery's table of this build's times: its title only
+        head, sep, _ = source[0].partition("=================\n")
+        source[0] = head + sep
+        return
+    source[0] = TIMING.sub("", source[0])
