@@ -99,7 +99,14 @@ sphinx_gallery_conf = {
 }
 
 
+def _title_in_language(app, config):
+    """The top bar's title is a setting, not a message: the Chinese site's own."""
+    if config.language == "zh_CN":
+        config.html_title = "昇腾上的 vLLM 教程"
+
+
 def setup(app):
+    app.connect("config-inited", _title_in_language)
     app.connect("source-read", static_text)
     app.connect("source-read", add_banners)
     app.connect("source-read", fill_landing)
