@@ -73,7 +73,9 @@ def mirror_problems(html_dir: str | Path, lang: str = "zh_CN") -> list[str]:
                 problems.append(f"{p.relative_to(html_dir)}: the language switch points at {links[0]}, which is missing")
         if rel.parts[:2] == ("tutorials", "models"):
             a, b = (x.read_text(encoding="utf-8", errors="replace") for x in (page, twin))
-            for what, pattern in (("tables", 'class="tut-table"'), ("figures", 'class="sphx-glr-single-img')):
-                if a.count(pattern) != b.count(pattern):
-                    problems.append(f"{rel}: {a.count(pattern)} {what} in English, {b.count(pattern)} in {lang}")
+            for what, patterns in (("tables", ('class="tut-table"',)),
+                                   ("figures", ('class="sphx-glr-single-img', 'class="sphx-glr-multi-img'))):
+                n_a, n_b = (sum(x.count(p) for p in patterns) for x in (a, b))  # as site_check counts them
+                if n_a != n_b:
+                    problems.append(f"{rel}: {n_a} {what} in English, {n_b} in {lang}")
     return problems

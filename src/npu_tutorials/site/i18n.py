@@ -18,8 +18,6 @@ from __future__ import annotations
 import os
 import re
 
-LANGUAGES = {"en": "English", "zh_CN": "简体中文"}
-SECOND = "zh_CN"
 TIMING = re.compile(r"^[ \t]*\*\*Total running time of the script:\*\*.*$", re.M)
 
 

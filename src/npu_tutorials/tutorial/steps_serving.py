@@ -66,8 +66,7 @@ class ServingSteps:
     # -- serving ---------------------------------------------------------------------
     def start_server(self, extra: list[str] | None = None) -> VLLMServer:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
-        self.s.need_weights()
-        self.weights.serving_path()
+        self.weights.serving_path()  # one clear error when prepare_weights() has not run
         self.s.extra_flags = list(extra or [])
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
