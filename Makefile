@@ -8,6 +8,7 @@
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
+# make screenshots  both languages of a built tutorial page as headless Chromium draws them (_build/screenshots/)
 # make intl        update the translators' catalogs (docs/source/locale/zh_CN/LC_MESSAGES/*.po) from the pages
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
@@ -53,7 +54,7 @@ GATE ?=
 # make check GATE=1: a headline figure beyond its limit is measured CONFIRM times more (default: gate.CONFIRM);
 # the majority decides
 CONFIRM ?=
-.PHONY: html html-noplot test check record assemble intl clean distclean venv
+.PHONY: html html-noplot test browser screenshots check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt scripts/bootstrap_env.sh
@@ -77,12 +78,29 @@ assemble: venv
 html-noplot: venv
 	$(RUN) $(SPHINX) -D plot_gallery=0
 
-test: venv
+# The browser test (tests/test_shards.py) opens the built site in Debian's Chromium: installed here where this user
+# may (root with apt-get, as on CI), with a CJK font for the Chinese pages' screenshots; elsewhere the test says
+# how to install it (or set TUTORIAL_CHROMIUM to a Chromium)
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$TUTORIAL_CHROMIUM" ] \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	       && echo "installing Debian's chromium (and a CJK font) for the browser test" \
+	       && apt-get update -qq >/dev/null \
+	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-wqy-zenhei >/dev/null; } \
+	  || echo "note: no Chromium, and no root with apt-get to install it: the browser test will fail (apt-get install chromium)"
+
+test: venv browser
 	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m "not slow" tests
 
 # the other copy-paste routes, the calibration scripts end to end, the template: minutes each
 test-slow: venv
 	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m slow tests
+
+# make screenshots: both languages of a tutorial page (PAGE=tutorials/models/<stem>.html) as Chromium draws them,
+# into _build/screenshots/, each page checked in the browser
+PAGE ?= tutorials/models/qwen2_5_0_5b.html
+screenshots: venv browser
+	$(RUN) $(VPY) scripts/screenshot.py --site $(BUILDDIR)/html --page $(PAGE) --lang2 $(LANG2) --out $(BUILDDIR)/screenshots
 
 check: venv
 	$(RUN) $(CHECK) --strict --lang2 $(LANG2) $(if $(filter-out 0,$(GATE)),--gate $(if $(CONFIRM),--confirm $(CONFIRM)))

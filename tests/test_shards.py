@@ -70,11 +70,10 @@ def _fake_gallery(d: Path) -> Path:
     return d
 
 
-def _copy_checkout(dest: Path) -> Path:
-    """A clone of this working tree's files, committed once beside ``dest``: every copy of one test is at the
+def _copy_checkout(dest: Path, base: Path) -> Path:
+    """A clone of this working tree's files, committed once in ``base``: every copy of one test is at the
     same commit, as the runners of one CI run are (a copy without git has an unknown commit, and shards of an
     unknown commit are refused)."""
-    base = dest.parent / "checkout-base"
     if not base.exists():
         files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                                text=True, check=True).stdout.split()
@@ -88,6 +87,27 @@ def _copy_checkout(dest: Path) -> Path:
             subprocess.run([*git, *cmd], cwd=base, check=True, capture_output=True)
     subprocess.run(["git", "clone", "-q", str(base), str(dest)], check=True, capture_output=True)
     return dest
+
+
+def _env(gallery: Path, tmp: Path) -> dict:
+    # a clean environment: nothing inherited from a surrounding `make test` (its build folder, above all)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUTORIAL_") and k not in ("MAKEFLAGS", "MFLAGS")}
+    env.update({"TUTORIAL_GALLERY_DIR": str(gallery), "TUTORIAL_RECORDED_DIR": str(tmp / "rec"),
+                "TUTORIAL_WEIGHTS": "stand-in", "PREFLIGHT": "true"})
+    return env
+
+
+@pytest.fixture(scope="module")
+def fast(tmp_path_factory):
+    """The fast gallery, one committed checkout, and one single ``make html`` of it (both languages): the shards
+    are compared with it, and the browser opens it."""
+    tmp = tmp_path_factory.mktemp("fast")
+    gallery = _fake_gallery(tmp / "gallery")
+    env = _env(gallery, tmp)
+    single = _copy_checkout(tmp / "single", tmp / "checkout-base")
+    r = _make(single, "html", env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return {"tmp": tmp, "env": env, "single": single, "base": tmp / "checkout-base"}
 
 
 def _make(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
@@ -113,16 +133,12 @@ def _doc(repo: Path, key: str) -> dict:
     return d
 
 
-def test_two_shards_plus_assemble_equal_one_build(tmp_path):
-    gallery = _fake_gallery(tmp_path / "gallery")
-    # a clean environment: nothing inherited from a surrounding `make test` (its build folder, above all)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TUTORIAL_") and k not in ("MAKEFLAGS", "MFLAGS")}
-    env.update({"TUTORIAL_GALLERY_DIR": str(gallery), "TUTORIAL_RECORDED_DIR": str(tmp_path / "rec"),
-                "TUTORIAL_WEIGHTS": "stand-in", "PREFLIGHT": "true"})
+def test_two_shards_plus_assemble_equal_one_build(fast, tmp_path):
+    env, single = fast["env"], fast["single"]
     archives = tmp_path / "archives"
     archives.mkdir()
     for k in (1, 2):
-        repo = _copy_checkout(tmp_path / f"shard{k}")
+        repo = _copy_checkout(tmp_path / f"shard{k}", fast["base"])
         r = _make(repo, "html", f"SHARD={k}/2", env=env)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         packed = list((repo / "_build" / "shards").glob("*.tar.gz"))
@@ -132,16 +148,13 @@ def test_two_shards_plus_assemble_equal_one_build(tmp_path):
         assert manifest["tutorials"] == [["fast_a"], ["fast_b"]][k - 1]
         shutil.copy(packed[0], archives)
 
-    site = _copy_checkout(tmp_path / "assembled")
+    site = _copy_checkout(tmp_path / "assembled", fast["base"])
     r = _make(site, "assemble", f"SHARDS={archives}", env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "assembled 2 shards: fast_a, fast_b" in r.stdout
     r = _make(site, "check", "CHECK_TRANSLATIONS=true", env=env)  # this gallery's pages have no catalogs
     assert r.returncode == 0, r.stderr[-3000:]
 
-    single = _copy_checkout(tmp_path / "single")
-    r = _make(single, "html", env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
     for stem, key in (("fast_a", "qwen2.5-0.5b"), ("fast_b", "palmyra-mini")):
         assert _page_outputs(site, stem) == _page_outputs(single, stem) != ""
         assert _doc(site, key) == _doc(single, key)
@@ -149,8 +162,59 @@ def test_two_shards_plus_assemble_equal_one_build(tmp_path):
         # one per shard, one for the single build; neither the Chinese pass nor the assembly ran anything
         assert _page_outputs(site, stem, "zh_CN") == _page_outputs(site, stem)
         assert _page_outputs(single, stem, "zh_CN") == _page_outputs(single, stem)
-    runs = (tmp_path / "executions.txt").read_text().split()
+    runs = (fast["tmp"] / "executions.txt").read_text().split()
     assert sorted(runs) == ["palmyra-mini", "palmyra-mini", "qwen2.5-0.5b", "qwen2.5-0.5b"]
+
+
+def test_both_languages_of_a_tutorial_page_render_in_chromium(fast, tmp_path):
+    """The built site in a real browser (Debian's headless Chromium): each tutorial page and the landing page,
+    in both languages, lay out their tables, decode their figures, and link to their counterpart; the same probe
+    says FAIL on a copy with a figure that does not decode and a counterpart removed."""
+    from npu_tutorials.checks.browser import probe
+
+    html = fast["single"] / "_build" / "html"
+    pages = [f"{lang}{page}" for lang in ("", "zh_CN/")
+             for page in ("tutorials/models/fast_a.html", "tutorials/models/fast_b.html", "index.html")]
+    views = {v.path: v for v in probe(html, pages)}
+    assert [p for v in views.values() for p in v.problems()] == []
+    for page in pages:
+        v = views["/" + page]
+        zh = page.startswith("zh_CN/")
+        assert v.lang == ("zh-CN" if zh else "en"), (page, v.lang)
+        other = "/" + (page.removeprefix("zh_CN/") if zh else "zh_CN/" + page)
+        assert {s["resolved"] for s in v.switches} == {other} and {s["status"] for s in v.switches} == {200}
+        if "tutorials/" in page:  # the fast tutorial shows a table (the benchmark) and a figure (its plot)
+            assert len(v.tables) >= 2 and all(t["width"] > 0 for t in v.tables), (page, v.tables)
+            assert len(v.images) >= 1 and all(i["ok"] and i["width"] > 100 for i in v.images), (page, v.images)
+
+    broken = tmp_path / "broken"
+    shutil.copytree(html, broken)
+    figure = views["/zh_CN/tutorials/models/fast_a.html"].images[0]["src"]
+    (broken / "zh_CN" / "tutorials" / "models" / figure).resolve().write_bytes(b"not a png")
+    (broken / "tutorials" / "models" / "fast_b.html").unlink()
+    problems = [p for v in probe(broken, pages) for p in v.problems()]
+    assert any(p.startswith("/zh_CN/tutorials/models/fast_a.html: figure") for p in problems), problems
+    assert "/tutorials/models/fast_b.html: HTTP 404" in problems
+    assert ("/zh_CN/tutorials/models/fast_b.html: the language switch ../../../tutorials/models/fast_b.html -> "
+            "/tutorials/models/fast_b.html answers 404") in problems, problems
+
+
+def test_the_screenshot_command_draws_both_languages(fast, tmp_path):
+    """scripts/screenshot.py (make screenshots): a PNG of each language of a page, and the browser's verdict."""
+    out = tmp_path / "shots"
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "screenshot.py"), "--site",
+                        str(fast["single"] / "_build" / "html"), "--page", "tutorials/models/fast_a.html",
+                        "--out", str(out), "--height", "900"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    shots = sorted(p.name for p in out.iterdir())
+    assert shots == ["en-tutorials-models-fast_a.png", "zh_CN-tutorials-models-fast_a.png"]
+    for name in shots:
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == 1280
+    assert "browser: 2 pages render" in r.stdout
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "screenshot.py"), "--site", str(tmp_path / "none"),
+                        "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.startswith("error: no page tutorials/models/qwen2_5_0_5b.html"), r.stderr
 
 
 def _archive(d: Path, k: int, n: int, tutorials: list[str], commit: str = "c1") -> None:
