@@ -2,21 +2,24 @@
 
 sphinx-gallery shows the ``_repr_html_`` of a cell's last expression
 (``capture_repr`` in conf.py), so a cell that ends with a table shows it
-right under its code.
+right under its code.  Headers, captions, notes and cells that are
+:class:`~npu_tutorials.core.messages.Text` render in every language of the
+site (:func:`~npu_tutorials.core.messages.html`); the text form is English.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any, Sequence
+
+from .messages import _, html
 
 
 def fmt(value: Any, digits: int = 4) -> str:
     if value is None:
         return "–"
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return _("yes") if value else _("no")
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
@@ -41,10 +44,10 @@ class Table:
         return [[c if isinstance(c, str) else fmt(c) for c in row] for row in self.rows]
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self._cells())
-        cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        note = f'<p class="tut-note">{html.escape(self.note)}</p>' if self.note else ""
+        head = "".join(f"<th>{html(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in row) + "</tr>" for row in self._cells())
+        cap = f"<caption>{html(self.caption)}</caption>" if self.caption else ""
+        note = f'<p class="tut-note">{html(self.note)}</p>' if self.note else ""
         return (f'<div class="tut-table"><table class="table">{cap}<thead><tr>{head}</tr></thead>'
                 f"<tbody>{body}</tbody></table>{note}</div>")
 
@@ -68,7 +71,7 @@ class Note:
         self.text = text
 
     def _repr_html_(self) -> str:
-        return f'<p class="tut-caveat"><strong>Note:</strong> {html.escape(self.text)}</p>'
+        return f'<p class="tut-caveat"><strong>{html(_("Note:"))}</strong> {html(self.text)}</p>'
 
     def __repr__(self) -> str:
         return f"Note: {self.text}"
@@ -87,9 +90,10 @@ class Verdict:
         return all(c[3] for c in self.checks)
 
     def _repr_html_(self) -> str:
-        t = Table(["check", "measured", "threshold", "verdict"],
-                  [[m, v, th, "PASS" if ok else "FAIL"] for m, v, th, ok in self.checks])
-        cav = f'<p class="tut-caveat"><strong>Note:</strong> {html.escape(self.caveat)}</p>' if self.caveat else ""
+        t = Table([_("check"), _("measured"), _("threshold"), _("verdict")],
+                  [[_(m), v, th, _("PASS") if ok else _("FAIL")] for m, v, th, ok in self.checks])
+        cav = (f'<p class="tut-caveat"><strong>{html(_("Note:"))}</strong> {html(self.caveat)}</p>'
+               if self.caveat else "")
         return t._repr_html_() + cav
 
     def __repr__(self) -> str:
