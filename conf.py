@@ -14,6 +14,7 @@ from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
 from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
 from npu_tutorials.site.i18n import static_text, translation_pass  # noqa: E402
+from npu_tutorials.site.figures import figures_in_language  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -92,7 +93,8 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "plot_gallery": "True",
     "matplotlib_animations": False,
-    "image_scrapers": ("matplotlib",),
+    # matplotlib's, plus each figure drawn in every language of the site (npu_tutorials.site.figures)
+    "image_scrapers": ("npu_tutorials.site.figures.scrape",),
     "within_subsection_order": "FileNameSortKey",
     # TUTORIAL_JOBS / a multi-device host: tutorials run at once, each on devices of its own (scheduler.py)
     "parallel": _plan.jobs if _plan and _plan.jobs > 1 else False,
@@ -110,4 +112,5 @@ def setup(app):
     app.connect("source-read", static_text)
     app.connect("source-read", add_banners)
     app.connect("source-read", fill_landing)
+    app.connect("source-read", figures_in_language)  # the Chinese pass: the figures drawn in Chinese
     app.connect("env-get-outdated", always_reread_landing)

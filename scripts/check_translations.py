@@ -1,7 +1,11 @@
 #!/usr/bin/env python
 """Is every message of the site translated?  Extracts the pages' messages now (Sphinx's gettext builder,
 executing nothing) and compares them with docs/source/locale/<lang>/LC_MESSAGES; one line per catalog
-with untranslated or fuzzy messages (exit 1).  make check runs it; make intl updates the catalogs.
+with untranslated or fuzzy messages.  Then the messages the code writes (tables, verdicts, banners, plot labels:
+every _() and N_() of the package) against their catalog, src/npu_tutorials/data/locale/<lang>/LC_MESSAGES/
+messages/*.po: one line per message without a translation, per translation whose {fields} differ from the
+English, and per message two files translate differently.  Exit 1 on any.  make check runs it; make intl
+updates the pages' catalogs.
 
   python scripts/check_translations.py [--lang zh_CN]
 """
@@ -36,11 +40,18 @@ def main() -> int:
             return 1
         pots = list((Path(tmp) / "pot").rglob("*.pot"))
         problems = catalog_problems(Path(tmp) / "pot", a.locale_dir, a.lang)
-    for p in problems:
+    from npu_tutorials.core import messages
+
+    marked = messages.extract()
+    have, clashes = messages.read_catalog(messages.catalog_path(a.lang))
+    code = messages.untranslated(a.lang, marked, have) + messages.bad_fields(a.lang, have) + clashes
+    for p in problems + code:
         print(f"translations: {p}", file=sys.stderr)
     if not problems:
         print(f"translations: every message of {len(pots)} catalogs is translated into {a.lang}, none fuzzy")
-    return 1 if problems else 0
+    if not code:
+        print(f"translations: every one of the {len(marked)} messages the code writes is translated into {a.lang}")
+    return 1 if problems or code else 0
 
 
 if __name__ == "__main__":

@@ -106,7 +106,10 @@ def test_this_build_ran_is_collapsed_and_labelled():
     show = Views(make_doc(), card)
     out = show.this_build_ran("server", "bench")
     html = out._repr_html_()
-    assert html.startswith('<details class="tut-this-build"><summary>This build ran: the server, the benchmark')
+    # the summary, note and captions in every language (core.messages.html), the page's shown
+    assert html.startswith('<details class="tut-this-build"><summary><span class="tut-l10n" lang="en">'
+                           'This build ran: the server, the benchmark')
+    assert f'<span class="tut-l10n" lang="zh-CN">{out.summary.in_("zh_CN")}</span></summary>' in html
     assert "not for copying" in html and "&lt;weights&gt;" in html and html.endswith("</details>")
     assert "python -m vllm.entrypoints.openai.api_server --model <weights>" in repr(out)
     assert "# --max-logprobs -1 --logprobs-mode raw_logits" in repr(out)

@@ -57,6 +57,7 @@ def test_every_message_of_the_site_is_translated():
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "every message of" in p.stdout and "translated into zh_CN" in p.stdout
+    assert "messages the code writes is translated into zh_CN" in p.stdout
 
 
 def _page(path: Path, body: str, switch: str | None) -> None:

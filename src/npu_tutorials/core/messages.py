@@ -121,6 +121,14 @@ def join(sep: str, parts: Iterable[Any]) -> Text:
                 {lang: in_(sep, lang).join(in_(p, lang) for p in parts) for lang in LANGS[1:]})
 
 
+SENTENCE_GAP = Text(" ", {"zh_CN": ""})  # between two sentences: a space in English, none after Chinese 。
+
+
+def sentences(parts: Iterable[Any]) -> Text:
+    """Sentences one after another, in every language (:data:`SENTENCE_GAP` between them)."""
+    return join(SENTENCE_GAP, parts)
+
+
 def html(value: Any) -> str:
     """Escaped HTML of ``value``: a :class:`Text` that differs between languages as one ``<span lang>`` per
     language (the stylesheet shows the page's), anything else once."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
+from ..core.messages import N_
 from .processes import stop_with_parent, tail
 from .server import VLLMServer
 
@@ -38,24 +39,24 @@ def bench_args(profile: BenchProfile, *, model: str, tokenizer: str, base_url: s
     return args
 
 
-# (label, key in vLLM's JSON, unit)
+# (label, key in vLLM's JSON, unit); the label is a message, shown translated (views.serving)
 SUMMARY_ROWS = [
-    ("Benchmark duration", "duration", "s"),
-    ("Successful requests", "completed", ""),
-    ("Failed requests", "failed", ""),
-    ("Request throughput", "request_throughput", "req/s"),
-    ("Output token throughput", "output_throughput", "tok/s"),
-    ("Peak output token throughput", "max_output_tokens_per_s", "tok/s"),
-    ("Total token throughput", "total_token_throughput", "tok/s"),
-    ("Mean TTFT", "mean_ttft_ms", "ms"),
-    ("Median TTFT", "median_ttft_ms", "ms"),
-    ("P99 TTFT", "p99_ttft_ms", "ms"),
-    ("Mean TPOT", "mean_tpot_ms", "ms"),
-    ("Median TPOT", "median_tpot_ms", "ms"),
-    ("P99 TPOT", "p99_tpot_ms", "ms"),
-    ("Mean ITL", "mean_itl_ms", "ms"),
-    ("Median ITL", "median_itl_ms", "ms"),
-    ("P99 ITL", "p99_itl_ms", "ms"),
+    (N_("Benchmark duration"), "duration", "s"),
+    (N_("Successful requests"), "completed", ""),
+    (N_("Failed requests"), "failed", ""),
+    (N_("Request throughput"), "request_throughput", "req/s"),
+    (N_("Output token throughput"), "output_throughput", "tok/s"),
+    (N_("Peak output token throughput"), "max_output_tokens_per_s", "tok/s"),
+    (N_("Total token throughput"), "total_token_throughput", "tok/s"),
+    (N_("Mean TTFT"), "mean_ttft_ms", "ms"),
+    (N_("Median TTFT"), "median_ttft_ms", "ms"),
+    (N_("P99 TTFT"), "p99_ttft_ms", "ms"),
+    (N_("Mean TPOT"), "mean_tpot_ms", "ms"),
+    (N_("Median TPOT"), "median_tpot_ms", "ms"),
+    (N_("P99 TPOT"), "p99_tpot_ms", "ms"),
+    (N_("Mean ITL"), "mean_itl_ms", "ms"),
+    (N_("Median ITL"), "median_itl_ms", "ms"),
+    (N_("P99 ITL"), "p99_itl_ms", "ms"),
 ]
 
 
@@ -67,7 +68,7 @@ class BenchResult:
     command: list[str]
 
     def summary(self) -> dict[str, float]:
-        return {key: self.data[key] for _, key, _ in SUMMARY_ROWS if key in self.data}
+        return {key: self.data[key] for _label, key, _unit in SUMMARY_ROWS if key in self.data}
 
     def per_request_tpot_ms(self) -> list[float]:
         """TPOT of each request: (latency - ttft) / (output_len - 1), as vLLM defines it."""

@@ -18,12 +18,13 @@ from typing import Callable
 
 from .cards import Card, HubRef
 from ..core.errors import TutorialError
+from ..core.messages import _
 
 MODES = ("auto", "real", "stand-in")
 # What an engine-vs-reference verdict means on stand-in weights (every page and report says it this way).
-STANDIN_VERDICT = ("stand-in weights with a planted next-token map (see 'How the checks work'): a PASS means the "
-                   "engine computes the same function as the fp32 reference on this checkpoint; it says nothing "
-                   "about the model's quality.")
+STANDIN_VERDICT = _("stand-in weights with a planted next-token map (see 'How the checks work'): a PASS means the "
+                    "engine computes the same function as the fp32 reference on this checkpoint; it says nothing "
+                    "about the model's quality.")
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ def checksum(path: Path) -> str:
     known = json.loads(store.read_text()) if store.is_file() else {}
     if key not in known:
         h = hashlib.sha256()
-        for name, _, _ in listing:
+        for name, _size, _mtime in listing:
             h.update(name.encode() + b"\0" + file_sha256(path / name).encode())
         known[key] = h.hexdigest()
         store.parent.mkdir(parents=True, exist_ok=True)
@@ -235,6 +236,6 @@ def weights_identity(card: Card, mode: str | None = None, *, sources: list[tuple
             except Exception:  # noqa: BLE001 - not in this hub's cache
                 continue
         if mode == "real" and refs:
-            name, _, ref = refs[0]
+            name, _fetch, ref = refs[0]
             return f"real:{name}:{ref.id}@{ref.revision}"
     return "stand-in:" + standin_name(card)

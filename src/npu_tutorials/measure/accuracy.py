@@ -22,11 +22,15 @@ from . import metrics, reference
 from ..inputs.cards import LogitsCheck
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
+from ..core.messages import N_
 from ..core.tables import Verdict
 from ..inputs.weights import STANDIN_VERDICT
 
 # Server flags that make full-vocabulary logits available.
 RAW_LOGITS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logits"]
+# The names LogitsReport.verdict gives its checks, marked for the message catalog here (not in the function,
+# whose source is part of checks.controls.check_digest): stored in English, translated where shown (Verdict).
+VERDICT_METRICS = (N_("normalized MSE"), N_("top-1 agreement"))
 
 
 def engine_last_logits(server: VLLMServer, model: str, ids: list[int], vocab_size: int) -> np.ndarray:

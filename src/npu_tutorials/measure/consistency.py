@@ -23,8 +23,15 @@ import numpy as np
 from . import metrics, reference
 from .accuracy import engine_last_logits, one_form
 from ..engine.server import VLLMServer
+from ..core.messages import N_
 from ..core.tables import Verdict, fmt
 from ..inputs.weights import STANDIN_VERDICT
+
+# The names the verdicts below give their checks, marked for the message catalog here (not in the functions,
+# whose source is part of checks.controls.check_digest): stored in English, translated where shown (Verdict).
+VERDICT_METRICS = (N_("top-1 agreement, all positions"), N_("perplexity relative difference"),
+                   N_("logits cosine (full vocabulary)"), N_("KL divergence (nats)"), N_("first-token agreement"),
+                   N_("mean match rate"), N_("identical greedy outputs"))
 
 
 def engine_greedy(server: VLLMServer, model: str, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.messages import N_
+
 
 def _as64(x) -> np.ndarray:
     a = np.asarray(x, dtype=np.float64)
@@ -94,10 +96,10 @@ def logsumexp(x) -> float:
 LOGPROBS_TOL = 1e-3
 FORMS = ("logits", "logprobs")
 COMPARED_AS = {
-    "logits": "raw logits",
-    "logprobs": "log-probabilities (log-softmax on both sides; normalized MSE and cosine after removing each "
-                "vector's mean over the vocabulary)",
-}
+    "logits": N_("raw logits"),
+    "logprobs": N_("log-probabilities (log-softmax on both sides; normalized MSE and cosine after removing each "
+                   "vector's mean over the vocabulary)"),
+}  # stored in results documents (compared_form) in English; views show _(compared_form)
 
 
 def logits_form(x, tol: float = LOGPROBS_TOL) -> str:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import TutorialError
+from ..core.messages import _
 from ..core.tables import Table
 
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -144,8 +145,9 @@ def qa_table(items, outputs: list[str], real_weights: bool) -> tuple[Table, int]
     for item, out in zip(items, outputs):
         ok = qa_correct(out, item.expected)
         correct += ok
-        rows.append([item.prompt, " / ".join(item.expected), out, "correct" if ok else "wrong"])
+        rows.append([item.prompt, " / ".join(item.expected), out, _("correct") if ok else _("wrong")])
     note = ("" if real_weights else
-            "Stand-in weights: this score measures nothing about the model; it shows the pipeline runs.")
-    return Table(["question", "expected", "engine output", "result"], rows,
-                 caption=f"Chinese QA: {correct} / {len(items)} correct", note=note), correct
+            _("Stand-in weights: this score measures nothing about the model; it shows the pipeline runs."))
+    return Table([_("question"), _("expected"), _("engine output"), _("result")], rows,
+                 caption=_("{task}: {correct} / {total} correct", task=_("Chinese QA"), correct=correct,
+                           total=len(items)), note=note), correct

@@ -8,21 +8,33 @@
   server stands in for the row it equals);
 * :func:`verdict`, :func:`gain`, :func:`best_combination`, :func:`pick_best`: each row against graph
   mode beyond the spread of both, and the knobs that helped, combined into one more server;
-* :func:`measured_best`: the newest best combination an NPU build recorded, for the copy-paste set.
+* :func:`measured_best`: the newest best combination an NPU build recorded, for the copy-paste set;
+* :func:`config_label`, :func:`why_text`: a configuration's name and a knob's reason, stored in English in the
+  results document, as a :class:`~npu_tutorials.core.messages.Text` to show.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
+import string
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from ..core.messages import N_, Text, _
 from ..inputs.knobs import combinable, in_effect, merge, preloaded, resolve_env
 
-EAGER = "report's conditions (eager)"
-GRAPH = "graph mode"
+EAGER = N_("report's conditions (eager)")
+GRAPH = N_("graph mode")
 COMBINED = "graph mode + best combination"
+# why a knob is not measured (stored in English in the results document; :func:`why_text` shows it)
+SKIP_PROFILE = N_("measured in the {profiles} profile only (each knob is another graph-mode server start); "
+                  "this build ran {profile}")
+SKIP_DEVICES = N_("a setting for a server on {needs} or more cards; this model's server uses {has}")
+SKIP_MISSING = N_("{path} is not installed on this build's host")
+SKIP_ALREADY = N_("this build's environment already has {variables}")
+SKIP_FAILED = N_("its server failed: {error}")  # written by the tutorial's tuning step
 
 
 @dataclass(frozen=True)
@@ -72,15 +84,13 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
         missing = [p for p in preloaded(env) if p not in preloaded(environ) and not exists(p)]
         already = in_effect(env, environ)
         if profile not in t.knob_profiles:
-            out.skipped[k.name] = (f"measured in the {' and '.join(t.knob_profiles)} profile only (each knob is "
-                                   f"another graph-mode server start); this build ran {profile}")
+            out.skipped[k.name] = SKIP_PROFILE.format(profiles=" and ".join(t.knob_profiles), profile=profile)
         elif server_devices(card) < k.min_devices:
-            out.skipped[k.name] = (f"a setting for a server on {k.min_devices} or more cards; this model's server "
-                                   f"uses {server_devices(card)}")
+            out.skipped[k.name] = SKIP_DEVICES.format(needs=k.min_devices, has=server_devices(card))
         elif missing:
-            out.skipped[k.name] = f"{missing[0]} is not installed on this build's host"
+            out.skipped[k.name] = SKIP_MISSING.format(path=missing[0])
         elif already and len(already) == len(env):
-            out.skipped[k.name] = f"this build's environment already has {', '.join(already)}"
+            out.skipped[k.name] = SKIP_ALREADY.format(variables=", ".join(already))
         else:
             out.run.append(k.model_copy(update={"env": env}))
     return out
@@ -133,7 +143,7 @@ def verdict(row, base) -> str:
         better = r.q3 < b.q1 if lower else r.q1 > b.q3
         worse = r.q1 > b.q3 if lower else r.q3 < b.q1
         up, down = up or better, down or worse
-    return "mixed" if up and down else "better" if up else "worse" if down else "no clear change"
+    return N_("mixed") if up and down else N_("better") if up else N_("worse") if down else N_("no clear change")
 
 
 def gain(row, base) -> float:
@@ -148,7 +158,7 @@ def best_combination(measured: Sequence[tuple], base) -> list:
     helped = sorted(((gain(r, base), i, k) for i, (k, r) in enumerate(measured) if verdict(r, base) == "better"),
                     key=lambda x: (-x[0], x[1]))
     chosen: list = []
-    for _, _, k in helped:
+    for _gain, _i, k in helped:
         if combinable([*chosen, k]):
             chosen.append(k)
     return chosen
@@ -167,6 +177,28 @@ def row_named(rows: Sequence, name: str):
 def graph_row(rows: Sequence):
     """The graph-mode row every knob is measured against (the second row of documents that predate names)."""
     return row_named(rows, GRAPH) or (rows[1] if len(rows) > 1 else None)
+
+
+def config_label(name: str) -> Text | str:
+    """A configuration's name (stored in English: compared, and the key of ``best``) as a text to show."""
+    if name in (EAGER, GRAPH):
+        return _(name)
+    if name.startswith(f"{COMBINED} (") and name.endswith(")"):
+        return _("graph mode + best combination ({knobs})", knobs=name[len(COMBINED) + 2:-1])
+    if name.startswith(f"{GRAPH} + "):
+        return _("graph mode + {knob}", knob=name.removeprefix(f"{GRAPH} + "))
+    return name
+
+
+def why_text(why: str) -> Text | str:
+    """Why a knob was not measured (stored in English, one of the ``SKIP_*`` sentences) as a text to show;
+    a sentence of none of those forms as it is."""
+    for template in (SKIP_PROFILE, SKIP_DEVICES, SKIP_MISSING, SKIP_ALREADY, SKIP_FAILED):
+        pattern = "".join(re.escape(text) + (f"(?P<{name}>.+?)" if name else "")
+                          for text, name, _spec, _conv in string.Formatter().parse(template))
+        if m := re.fullmatch(pattern, why, re.S):
+            return _(template, **m.groupdict())
+    return why
 
 
 def measured_best(docs: Sequence) -> tuple | None:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from ..core.messages import LANGS, N_, Text, _, in_, join
 from .schema import ResultsDoc, Stat
 
 STALE_AFTER_DAYS = 90
 
-# (key, label, unit, better): "higher" or "lower" is better
+# (key, label, unit, better): "higher" or "lower" is better; the label is a message, shown translated
 METRICS = [
-    ("output_throughput", "output throughput", "tok/s", "higher"),
-    ("median_ttft_ms", "median TTFT", "ms", "lower"),
-    ("median_tpot_ms", "median TPOT", "ms", "lower"),
-    ("roofline_fraction", "roofline fraction", "", "higher"),
+    ("output_throughput", N_("output throughput"), "tok/s", "higher"),
+    ("median_ttft_ms", N_("median TTFT"), "ms", "lower"),
+    ("median_tpot_ms", N_("median TPOT"), "ms", "lower"),
+    ("roofline_fraction", N_("roofline fraction"), "", "higher"),
 ]
 
 
@@ -32,22 +33,24 @@ class Figure:
     unit: str
     better: str
     stat: Stat
-    over: str       # "3 runs", "24 requests of 3 runs", ...
+    over: str       # "3 runs", "24 requests of 3 runs", ... (a Text: translated where shown; as a str, English)
 
     @property
     def value(self) -> float:
         return self.stat.median
 
-    def short(self) -> str:
+    def short(self) -> Text:
         """``"median TPOT 43.2 ms"``: the label and the median, as compact cells show it."""
-        return f"{self.label} {_fmt(self.key, self.stat.median)}{' ' + self.unit if self.unit else ''}"
+        return _(self.label) + f" {_fmt(self.key, self.stat.median)}{' ' + self.unit if self.unit else ''}"
 
-    def text(self) -> str:
+    def text(self) -> Text:
         """``"106 tok/s (IQR 103–108, n=3 runs)"``: the median, its spread and its sample."""
         v = _fmt(self.key, self.stat.median)
-        if self.stat.n == 1:
-            return f"{v} (one {self.over.split(' ', 1)[-1].rstrip('s')})"
-        return f"{v} (IQR {_fmt(self.key, self.stat.q1)}–{_fmt(self.key, self.stat.q3)}, n={self.over})"
+        if self.stat.n == 1:  # "one run": the English drops the count, the other languages keep ``over`` whole
+            what = Text(str(self.over).split(' ', 1)[-1].rstrip('s'), {k: in_(self.over, k) for k in LANGS[1:]})
+            return _("{value} (one {what})", value=v, what=what)
+        return _("{value} (IQR {q1}–{q3}, n={over})", value=v, q1=_fmt(self.key, self.stat.q1),
+                 q3=_fmt(self.key, self.stat.q3), over=self.over)
 
 
 def _fmt(key: str, v: float) -> str:
@@ -67,7 +70,7 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
     r, out = doc.results, {}
     meta = {k: (label, unit, better) for k, label, unit, better in METRICS}
 
-    def put(key: str, stat: Stat | None, over: str) -> None:
+    def put(key: str, stat: Stat | None, over: Text) -> None:
         if stat is not None:
             out[key] = Figure(key, *meta[key], stat, over)
 
@@ -76,22 +79,23 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
         runs = b.repeats
         thr = b.output_throughput or (Stat.of([b.summary["output_throughput"]]) if "output_throughput" in b.summary
                                       else None)
-        put("output_throughput", thr, f"{thr.n} runs" if thr else "")
+        put("output_throughput", thr, _("{n} runs", n=thr.n) if thr else Text(""))
         for key, samples in (("median_ttft_ms", b.ttft_ms), ("median_tpot_ms", b.tpot_ms)):
             if samples:
-                put(key, Stat.of(samples), f"{len(samples)} requests of {runs} run{'s' * (runs > 1)}")
+                put(key, Stat.of(samples), _("{n} requests of {runs} runs", n=len(samples), runs=runs) if runs > 1
+                    else _("{n} requests of {runs} run", n=len(samples), runs=runs))
     elif r.concurrency_sweep:
         top, one = r.concurrency_sweep[-1], r.concurrency_sweep[0]
         put("output_throughput", top.output_throughput,
-            f"{top.output_throughput.n} runs at concurrency {top.concurrency}")
-        put("median_ttft_ms", one.ttft_ms, f"{one.ttft_ms.n} requests at concurrency 1")
-        put("median_tpot_ms", one.tpot_ms, f"{one.tpot_ms.n} requests at concurrency 1")
+            _("{n} runs at concurrency {concurrency}", n=top.output_throughput.n, concurrency=top.concurrency))
+        put("median_ttft_ms", one.ttft_ms, _("{n} requests at concurrency 1", n=one.ttft_ms.n))
+        put("median_tpot_ms", one.tpot_ms, _("{n} requests at concurrency 1", n=one.tpot_ms.n))
     e = r.efficiency
     if e and e.fraction is not None:
         t = e.tpot_ms
         f = e.fraction * t.median  # fraction x TPOT is constant: bytes / bandwidth
         put("roofline_fraction", Stat(median=e.fraction, q1=f / t.q3, q3=f / t.q1, min=f / t.max, max=f / t.min,
-                                      n=t.n), f"{t.n} requests at concurrency 1")
+                                      n=t.n), _("{n} requests at concurrency 1", n=t.n))
     return out
 
 
@@ -129,17 +133,17 @@ def age_days(doc: ResultsDoc, now: dt.datetime | None = None) -> float:
 
 def staleness(doc: ResultsDoc, current: ResultsDoc | None, now: dt.datetime | None = None,
               max_days: int = STALE_AFTER_DAYS) -> str:
-    """'' when fresh; else why the recorded document may no longer hold."""
+    """'' when fresh; else why the recorded document may no longer hold (a Text: shown on pages)."""
     why = []
     days = age_days(doc, now)
     if days > max_days:
-        why.append(f"{days:.0f} days old")
+        why.append(_("{days:.0f} days old", days=days))
     if current is not None:
         for pkg in ("vllm", "vllm_ascend"):
             a, b = doc.provenance.machine.versions.get(pkg), current.provenance.machine.versions.get(pkg)
             if a and b and a != b:
-                why.append(f"{pkg} {a}, this build {b}")
-    return "stale: " + "; ".join(why) if why else ""
+                why.append(_("{package} {recorded}, this build {current}", package=pkg, recorded=a, current=b))
+    return _("stale: {why}", why=join(Text("; ", {"zh_CN": "；"}), why)) if why else ""
 
 
 def same_conditions(a: ResultsDoc, b: ResultsDoc) -> bool:

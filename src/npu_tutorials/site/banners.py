@@ -3,20 +3,40 @@ built on a CPU or with stand-in weights, says so under its title."""
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
+from ..core.messages import LANGS, N_, _, in_
 from ..inputs.cards import load_card
 
 
+def page_lang(app) -> str:
+    """The language of this Sphinx pass (``-D language=zh_CN``: the Chinese one): one of
+    :data:`~npu_tutorials.core.messages.LANGS`, the first for anything else (and without an app)."""
+    lang = getattr(getattr(app, "config", None), "language", None) or LANGS[0]
+    return lang if lang in LANGS else LANGS[0]
+
+
 NOT_EXECUTED_BANNER = """
-.. admonition:: Not executed in this build
+.. admonition:: {title}
    :class: warning tut-not-executed
 
-   This page shows the tutorial's code, but this build did not run it{why}, so
-   its results below (if any) were recorded elsewhere.  Run ``make html`` (or
-   ``make html TUTORIAL_ONLY={stem}``) on a machine that can execute it.
+   {body}
 
 """
+
+
+def not_executed_banner(stem: str, why: str = "", lang: str = "en") -> str:
+    """The warning of a tutorial page this build did not execute (``why``: the build plan's reason)."""
+    if why:
+        body = _("This page shows the tutorial's code, but this build did not run it: {why}, so its results below "
+                 "(if any) were recorded elsewhere.  Run ``make html`` (or ``make html TUTORIAL_ONLY={stem}``) on a "
+                 "machine that can execute it.", why=why, stem=stem)
+    else:
+        body = _("This page shows the tutorial's code, but this build did not run it, so its results below (if "
+                 "any) were recorded elsewhere.  Run ``make html`` (or ``make html TUTORIAL_ONLY={stem}``) on a "
+                 "machine that can execute it.", stem=stem)
+    return NOT_EXECUTED_BANNER.format(title=in_(_("Not executed in this build"), lang), body=in_(body, lang))
 
 
 def _after_title(lines: list[str]) -> int:
@@ -38,21 +58,35 @@ CI_BUILD_BANNER = """
 """
 
 
-def build_banner(doc) -> str:
+# (built on a CPU, with stand-in weights) -> how the page was built, and what its figures mean then
+BUILT = {(True, False): N_("on a CPU"), (False, True): N_("with stand-in weights"),
+         (True, True): N_("on a CPU and with stand-in weights")}
+BODY = {
+    (True, False): N_("This page was built on a CPU ({device}, {weights}). Its figures are real measurements of "
+                      "that build: they show that the tutorial runs end to end and how that machine performs, not "
+                      "how the model performs on an Ascend NPU."),
+    (False, True): N_("This page was built with stand-in weights ({device}, {weights}). Its figures are real "
+                      "measurements of that build: they show that the tutorial runs end to end and how that "
+                      "machine performs; generated text and task accuracy on stand-in weights mean nothing."),
+    (True, True): N_("This page was built on a CPU and with stand-in weights ({device}, {weights}). Its figures "
+                     "are real measurements of that build: they show that the tutorial runs end to end and how "
+                     "that machine performs, not how the model performs on an Ascend NPU; generated text and task "
+                     "accuracy on stand-in weights mean nothing."),
+}
+
+
+def build_banner(doc, lang: str = "en") -> str:
     """The warning a page (or the landing page) carries when it was not built on an accelerator with
-    real weights; empty otherwise."""
+    real weights, in ``lang``; empty otherwise."""
     p = doc.provenance
     on_cpu = p.backend == "cpu"
     stand_in = p.weights is not None and p.weights.kind == "stand-in"
     if not (on_cpu or stand_in):
         return ""
-    what = " and ".join(x for x in ("on a CPU" if on_cpu else "", "with stand-in weights" if stand_in else "") if x)
-    body = (f"This page was built {what} ({p.device}, {p.weights.label if p.weights else 'unknown weights'}). "
-            "Its figures are real measurements of that build: they show that the tutorial runs end to end "
-            "and how that machine performs")
-    body += ", not how the model performs on an Ascend NPU" if on_cpu else ""
-    body += ("; generated text and task accuracy on stand-in weights mean nothing." if stand_in else ".")
-    return CI_BUILD_BANNER.format(title=f"Built {what}", body=body)
+    what = _(BUILT[on_cpu, stand_in])
+    weights = p.weights.label if p.weights else _("unknown weights")
+    body = _(BODY[on_cpu, stand_in], device=p.device, weights=weights)
+    return CI_BUILD_BANNER.format(title=in_(_("Built {what}", what=what), lang), body=in_(body, lang))
 
 
 def _insert_after_title(text: str, block: str) -> str:
@@ -66,6 +100,7 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     a CPU or with stand-in weights."""
     from .i18n import extracting
 
+    lang = page_lang(app)
     text = source[0]
     if "sphx_glr_download_" not in text or extracting(app):  # not an example page, or text for translators
         return
@@ -73,8 +108,7 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     if "sphx-glr-script-out" not in text and "tut-table" not in text:
         skipped = Path(app.srcdir) / f"{docname}.skipped" if app is not None else None
         why = skipped.read_text().strip() if skipped is not None and skipped.is_file() else ""
-        block = NOT_EXECUTED_BANNER.format(stem=stem, why=f": {why}" if why else "")
-        source[0] = _insert_after_title(text, block + recorded_rst(stem))
+        source[0] = _insert_after_title(text, not_executed_banner(stem, why, lang) + recorded_rst(stem, lang))
         return
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
@@ -85,15 +119,21 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     if path is None or not path.is_file():
         return
     try:
-        banner = build_banner(read_doc(path))
+        banner = build_banner(read_doc(path), lang)
     except TutorialError:
         return  # the end-of-build check reports an unreadable document
     if banner:
         source[0] = _insert_after_title(text, banner)
 
 
-def recorded_rst(stem: str) -> str:
-    """Results recorded on other hardware for an unexecuted page, as raw HTML tables (views of them)."""
+def _underline(title: str, char: str = "-") -> str:
+    """A section title's underline, as wide as docutils measures the title (a CJK character: two columns)."""
+    return char * sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in title)
+
+
+def recorded_rst(stem: str, lang: str = "en") -> str:
+    """Results recorded on other hardware for an unexecuted page, as raw HTML tables (views of them; the
+    tables carry every language, the text around them is ``lang``'s)."""
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
     from ..record.results import recorded
@@ -120,6 +160,7 @@ def recorded_rst(stem: str) -> str:
             continue
     html = "\n".join(t._repr_html_() for t in tables)
     body = "\n".join("   " + line for line in html.splitlines())
-    return ("Recorded results\n----------------\n\nThe newest recorded run of this tutorial "
-            f"({newest.provenance.device}, {newest.provenance.built_at[:10]}), and every other one beside it:\n\n"
-            f".. raw:: html\n\n{body}\n\n")
+    title = in_(_("Recorded results"), lang)
+    intro = in_(_("The newest recorded run of this tutorial ({device}, {date}), and every other one beside it:",
+                  device=newest.provenance.device, date=newest.provenance.built_at[:10]), lang)
+    return f"{title}\n{_underline(title)}\n\n{intro}\n\n.. raw:: html\n\n{body}\n\n"

@@ -9,8 +9,8 @@ vllm-ascend's docs use it.
 * every page links to its counterpart (``docs/source/_templates/lang-switch.html``);
 * ``make check`` fails on an untranslated or fuzzy message (:mod:`npu_tutorials.checks.translations`).
 
-What the code writes (tables, verdicts, banners, the landing matrices, plot labels) is still English on
-both sites.
+What the code writes (tables, verdicts, banners, the landing matrices, plot labels) comes from the message
+catalog of :mod:`npu_tutorials.core.messages`: an executed page carries both languages, each page shows its own.
 """
 
 from __future__ import annotations

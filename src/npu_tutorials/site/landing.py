@@ -10,40 +10,46 @@ from __future__ import annotations
 
 import datetime as dt
 
+from ..core.messages import N_, _, in_
 from ..inputs.cards import Card
 from ..record.headline import accuracy_verdict, headline_figures, staleness
 from ..record.schema import ResultsDoc
 
 CHECKS = [  # (label, predicate on the card)
-    ("serving benchmark", lambda c: True),
-    ("last-position logits vs fp32", lambda c: c.accuracy.logits is not None),
-    ("every-position consistency", lambda c: c.accuracy.consistency is not None),
-    ("greedy agreement", lambda c: c.accuracy.greedy is not None),
-    ("text consistency and QA", lambda c: c.accuracy.qa is not None),
-    ("GSM-style problems", lambda c: c.accuracy.gsm is not None),
-    ("latency and concurrency sweeps", lambda c: c.sweeps is not None),
-    ("roofline and transformers baseline", lambda c: c.sweeps is not None),
-    ("tuning (graph mode, knobs)", lambda c: getattr(c, "tuning", None) is not None),
+    (N_("serving benchmark"), lambda c: True),
+    (N_("last-position logits vs fp32"), lambda c: c.accuracy.logits is not None),
+    (N_("every-position consistency"), lambda c: c.accuracy.consistency is not None),
+    (N_("greedy agreement"), lambda c: c.accuracy.greedy is not None),
+    (N_("text consistency and QA"), lambda c: c.accuracy.qa is not None),
+    (N_("GSM-style problems"), lambda c: c.accuracy.gsm is not None),
+    (N_("latency and concurrency sweeps"), lambda c: c.sweeps is not None),
+    (N_("roofline and transformers baseline"), lambda c: c.sweeps is not None),
+    (N_("tuning (graph mode, knobs)"), lambda c: getattr(c, "tuning", None) is not None),
 ]
+FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms")  # the headline figures a cell shows
+WEIGHTS = (N_("stand-in"), N_("real"))  # the weights kinds (stored in English)
 
 
-def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt.datetime | None) -> str:
+def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt.datetime | None,
+          lang: str = "en") -> str:
     if doc is None:
-        return "not run"
+        return in_(_("not run"), lang)
     p = doc.provenance
     if p.status != "complete":
-        return f"**failed** ({p.built_at[:10]})"
+        return in_(_("**failed** ({date})", date=p.built_at[:10]), lang)
     h = headline_figures(doc)
-    parts = [f"{{doc}}`executed </{link}>`" if link else "executed", p.weights.kind if p.weights else "?"]
-    parts += [h[k].short() for k in ("output_throughput", "median_ttft_ms", "median_tpot_ms") if k in h]
+    kind = p.weights.kind if p.weights else "?"
+    parts = [f"{{doc}}`{in_(_('executed'), lang)} </{link}>`" if link else _("executed"),
+             _(kind) if kind in WEIGHTS else kind]
+    parts += [h[k].short() for k in FIGURES if k in h]
     verdict = accuracy_verdict(doc)
     if verdict != "–":
-        parts.append(f"accuracy {verdict}")
+        parts.append(_("accuracy {verdict}", verdict=_(verdict)))
     parts.append(p.built_at[:10])
     stale = staleness(doc, current, now) if current is not doc else ""
     if stale:
-        parts.append(f"*{stale}*")
-    return "<br>".join(parts)
+        parts.append("*" + stale + "*")
+    return "<br>".join(in_(x, lang) for x in parts)
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -54,8 +60,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[str, ResultsDoc | None],
-                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None) -> str:
-    """Markdown table: a row per model, a column for this build and one per recorded machine.
+                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str = "en") -> str:
+    """Markdown table in ``lang``: a row per model, a column for this build and one per recorded machine.
 
     ``pages``: model key -> docname of its page; ``this_build``: model key -> this build's document
     (or None: not run); ``recorded``: model key -> recorded documents.
@@ -65,24 +71,28 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
         for d in docs:
             machines.setdefault(d.provenance.machine.slug, f"{d.provenance.device} ({d.provenance.backend})")
     here = next((d for d in this_build.values() if d is not None), None)
-    here_label = f"this build: {here.provenance.device} ({here.provenance.backend})" if here else "this build"
-    header = ["model", here_label] + [machines[s] for s in sorted(machines)]
+    here_label = (_("this build: {device} ({backend})", device=here.provenance.device, backend=here.provenance.backend)
+                  if here else _("this build"))
+    header = [in_(_("model"), lang), in_(here_label, lang)] + [machines[s] for s in sorted(machines)]
     rows = []
     for card in cards:
         cur = this_build.get(card.key)
-        row = [card.name, _cell(cur, pages.get(card.key, ""), cur, now)]
+        row = [card.name, _cell(cur, pages.get(card.key, ""), cur, now, lang)]
         by_slug: dict[str, ResultsDoc] = {}
         for d in recorded.get(card.key, []):
             s = d.provenance.machine.slug
             if s not in by_slug or d.provenance.built_at > by_slug[s].provenance.built_at:
                 by_slug[s] = d
         for slug in sorted(machines):
-            row.append(_cell(by_slug.get(slug), "", cur, now) if slug in by_slug else "not recorded")
+            row.append(_cell(by_slug.get(slug), "", cur, now, lang) if slug in by_slug
+                       else in_(_("not recorded"), lang))
         rows.append(row)
     return _md_table(header, rows)
 
 
-def coverage_matrix(cards: list[Card]) -> str:
-    header = ["check"] + [c.name for c in cards]
-    rows = [[label] + ["yes" if pred(c) else "–" for c in cards] for label, pred in CHECKS]
+def coverage_matrix(cards: list[Card], lang: str = "en") -> str:
+    """Markdown table in ``lang``: a row per check, a column per model, from the cards."""
+    header = [in_(_("check"), lang)] + [c.name for c in cards]
+    yes = in_(_("yes"), lang)
+    rows = [[in_(_(label), lang)] + [yes if pred(c) else "–" for c in cards] for label, pred in CHECKS]
     return _md_table(header, rows)

@@ -3,7 +3,8 @@ costs of each step, the methods figures), filled in when Sphinx reads those page
 
 from __future__ import annotations
 
-from .banners import build_banner
+from .banners import build_banner, page_lang
+from ..core.messages import _, in_
 from ..inputs.cards import load_card
 
 
@@ -16,8 +17,9 @@ SUPPORT_MARK = "<!-- support-matrix -->"
 COVERAGE_MARK = "<!-- coverage-matrix -->"
 
 
-def landing_markdown(now=None) -> tuple[str, str, str]:
-    """(banner, support matrix, coverage matrix) from this build's and the recorded results documents."""
+def landing_markdown(now=None, lang: str = "en") -> tuple[str, str, str]:
+    """(banner, support matrix, coverage matrix) from this build's and the recorded results documents, in
+    ``lang``."""
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
     from .landing import coverage_matrix, support_matrix
@@ -37,23 +39,24 @@ def landing_markdown(now=None) -> tuple[str, str, str]:
     rec = {c.key: recorded(c.key, errors=rec_errors) for c in cards}
     notes += [f"- {e}" for e in rec_errors]
     pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
-    table = support_matrix(cards, pages, this_build, rec, now)
+    table = support_matrix(cards, pages, this_build, rec, now, lang)
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
     if built:
-        table += "\n\nWeights used by this build:\n\n" + "\n".join(
-            f"- {c.name}: {d.provenance.weights.label if d.provenance.weights else 'unknown'} "
+        table += "\n\n" + in_(_("Weights used by this build:"), lang) + "\n\n" + "\n".join(
+            f"- {c.name}: {d.provenance.weights.label if d.provenance.weights else in_(_('unknown'), lang)} "
             f"({d.provenance.backend}, {d.provenance.status})" for c, d in built)
-    banners = [build_banner(d) for _, d in built]
+    banners = [build_banner(d, lang) for _c, d in built]
     banner = ""
     if any(banners):
         kinds = sorted({b.split("\n")[1].removeprefix(".. admonition:: ") for b in banners if b})
-        banner = (f":::{{warning}}\nThis site was not built on an accelerator with real weights "
-                  f"({'; '.join(k.lower() for k in kinds)}): its figures show that the tutorials run and how that "
-                  "machine performs, not how the models perform on an Ascend NPU. Each such page says so at its "
-                  "top.\n:::\n")
+        kinds = "; ".join(k.lower() for k in kinds) if lang == "en" else "；".join(kinds)
+        banner = ":::{warning}\n" + in_(_(
+            "This site was not built on an accelerator with real weights ({kinds}): its figures show that the "
+            "tutorials run and how that machine performs, not how the models perform on an Ascend NPU. Each such "
+            "page says so at its top.", kinds=kinds), lang) + "\n:::\n"
     if notes:
-        table += "\n\nUnreadable results documents:\n\n" + "\n".join(notes)
-    return banner, table, coverage_matrix(cards)
+        table += "\n\n" + in_(_("Unreadable results documents:"), lang) + "\n\n" + "\n".join(notes)
+    return banner, table, coverage_matrix(cards, lang)
 
 
 COSTS_MARK = "<!-- build-costs -->"
@@ -119,7 +122,7 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
                      .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
         return
-    banner, support, coverage = landing_markdown()
+    banner, support, coverage = landing_markdown(lang=page_lang(app))
     source[0] = (source[0].replace(BANNER_MARK, banner).replace(SUPPORT_MARK, support)
                  .replace(COVERAGE_MARK, coverage))
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..inputs.cards import Card
 from ..core.errors import TutorialError
+from ..core.messages import _
 from ..record.schema import Check, ResultsDoc
 from ..core.tables import Note, Verdict
 from ..inputs.weights import STANDIN_VERDICT
@@ -53,14 +54,15 @@ class BaseViews:
         o = self.r.from_records.get(section)
         if o is None:
             return ""
-        return (f"Not measured in this build: {o.why}. Shown as the build of {o.built_at[:16].replace('T', ' ')} "
-                f"UTC on {o.machine} ({o.profile} profile, {o.engine_dtype}, commit {o.git_commit[:10]}) recorded it "
-                f"in {o.file}; where its notes say 'this build', they mean that one.")
+        return _("Not measured in this build: {why}. Shown as the build of {built_at} UTC on {machine} ({profile} "
+                 "profile, {dtype}, commit {commit}) recorded it in {file}; where its notes say 'this build', they "
+                 "mean that one.", why=o.why, built_at=o.built_at[:16].replace('T', ' '), machine=o.machine,
+                 profile=o.profile, dtype=o.engine_dtype, commit=o.git_commit[:10], file=o.file)
 
     def absent(self, section: str) -> Note | None:
         """A note where this build did not measure ``section`` and no record holds it, else None."""
         why = self.r.not_measured.get(section)
-        return Note(f"Not measured in this build: {why}.") if why else None
+        return Note(_("Not measured in this build: {why}.", why=why)) if why else None
 
     def reported(self, key: str) -> dict:
         """The report's figures for ``key`` (from the card; never this build's)."""
@@ -68,13 +70,13 @@ class BaseViews:
 
     @property
     def cite(self) -> str:
-        return (f"Reported figures are cited from the original evaluation ({self.card.reported.source}, "
-                f"{self.card.reported.hardware}); they were not measured by this build.")
+        return _("Reported figures are cited from the original evaluation ({source}, {hardware}); they were not "
+                 "measured by this build.", source=self.card.reported.source, hardware=self.card.reported.hardware)
 
     def method_note(self, key: str) -> str:
         """How the report measured ``key`` differently from this page (the card's words), or ''."""
         note = self.card.reported.method_notes.get(key)
-        return f" How the report's method differs: {note}" if note else ""
+        return _(" How the report's method differs: {note}", note=note) if note else ""
 
     def verdict(self, checks: list[Check], caveat: str = "") -> Verdict:
         """A verdict table from the document's checks, with the caveat under it."""
@@ -82,14 +84,20 @@ class BaseViews:
 
     def same_arithmetic_note(self, dtype: str | None = None) -> str:
         """A comparison of two identical computations cannot differ: say so in words."""
-        return (" The engine computed in float32 here, like the reference, so agreement this close "
-                "checks the engine's kernels only, not reduced precision." if (dtype or self.dtype) == "float32"
+        return (_(" The engine computed in float32 here, like the reference, so agreement this close "
+                  "checks the engine's kernels only, not reduced precision.") if (dtype or self.dtype) == "float32"
                 else "")
 
     def engine_label(self, section) -> str:
         """The engine a comparison section ran on: backend and dtype."""
-        return f"{self.backend} engine, {getattr(section, 'engine_dtype', '') or self.dtype}"
+        return _("{backend} engine, {dtype}", backend=self.backend,
+                 dtype=getattr(section, 'engine_dtype', '') or self.dtype)
+
+    @staticmethod
+    def _weights_kind(kind: str) -> str:
+        """A weights kind ("real", "stand-in") as a reader reads it; the stored value stays as it is."""
+        return {"real": _("real"), "stand-in": _("stand-in")}.get(kind, kind)
 
     @property
     def stand_in_caveat(self) -> str:
-        return "" if self.real else STANDIN_VERDICT
+        return "" if self.real else STANDIN_VERDICT  # a message already (inputs.weights)

@@ -8,27 +8,30 @@ the CPU).  They stay on the page as a record, in a collapsed block; the commands
 
 from __future__ import annotations
 
-import html
-
 from ..engine.deploy import curl_text
 from ..core.errors import TutorialError
+from ..core.messages import N_, Text, _, html, join
 from .base import BaseViews
 
-NOT_FOR_COPYING = ("The commands of this page's own build, for the record, not for copying: they point at this "
-                   "build's weights folder (<weights>) and a server on 127.0.0.1 at a random port, and carry "
-                   "settings only the build needs. Copy from \"Deploy it yourself\".")
+NOT_FOR_COPYING = N_("The commands of this page's own build, for the record, not for copying: they point at this "
+                     "build's weights folder (<weights>) and a server on 127.0.0.1 at a random port, and carry "
+                     "settings only the build needs. Copy from \"Deploy it yourself\".")
+LIST_SEP = Text(", ", {"zh_CN": "、"})  # between the parts a summary names
 
 
 class Collapsed:
-    """Labelled blocks of text shown collapsed (an HTML ``<details>``) in the gallery, plain elsewhere."""
+    """Labelled blocks of text shown collapsed (an HTML ``<details>``) in the gallery, plain elsewhere.
+    The summary, the note and the captions may be :class:`~npu_tutorials.core.messages.Text` (every
+    language in the HTML, the page's shown; the English in the plain text)."""
 
-    def __init__(self, summary: str, blocks: list[tuple[str, str]], note: str = NOT_FOR_COPYING):
-        self.summary, self.blocks, self.note = summary, blocks, note
+    def __init__(self, summary: str, blocks: list[tuple[str, str]], note: str | None = None):
+        self.summary, self.blocks = summary, blocks
+        self.note = _(NOT_FOR_COPYING) if note is None else note
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<p>{html.escape(caption)}</p><pre>{html.escape(text)}</pre>" for caption, text in self.blocks)
-        return (f'<details class="tut-this-build"><summary>{html.escape(self.summary)}</summary>'
-                f'<p class="tut-note">{html.escape(self.note)}</p>{body}</details>')
+        body = "".join(f"<p>{html(caption)}</p><pre>{html(text)}</pre>" for caption, text in self.blocks)
+        return (f'<details class="tut-this-build"><summary>{html(self.summary)}</summary>'
+                f'<p class="tut-note">{html(self.note)}</p>{body}</details>')
 
     def __repr__(self) -> str:
         blocks = "\n\n".join(f"# {caption}\n{text}" for caption, text in self.blocks)
@@ -36,29 +39,30 @@ class Collapsed:
 
 
 class DeployViews(BaseViews):
-    BUILD_PARTS = {"offline": "the offline script", "server": "the server", "requests": "the request",
-                   "bench": "the benchmark"}
+    BUILD_PARTS = {"offline": N_("the offline script"), "server": N_("the server"), "requests": N_("the request"),
+                   "bench": N_("the benchmark")}
 
     def _build_block(self, part: str) -> list[tuple[str, str]]:
         r = self.r
         if part == "offline":
             o = self.need("offline_example")
-            return [(f"the offline vllm.LLM script, run as its own Python process ({o.wall_s:.0f} s, engine "
-                     "start included)", o.code)]
+            return [(_("the offline vllm.LLM script, run as its own Python process ({seconds:.0f} s, engine "
+                       "start included)", seconds=o.wall_s), o.code)]
         if part == "server":
             s = self.need("server")
-            notes = ["# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page",
-                     "# <weights>: this build's weights folder"]
+            notes = [_("# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page"),
+                     _("# <weights>: this build's weights folder")]
             if r.conditions is not None:
-                notes += [f"# {c}" for c in r.conditions.build_changes]
-            return [("the server", f"{s.command}\n" + "\n".join(notes)
-                     + f"\n# ready after {s.startup_s:.0f} s; models: {', '.join(s.models)}")]
+                notes += [f"# {c}" for c in r.conditions.build_changes]  # recorded in English
+            notes.append(_("# ready after {seconds:.0f} s; models: {models}", seconds=s.startup_s,
+                           models=", ".join(s.models)))
+            return [(_("the server"), f"{s.command}\n" + join("\n", notes))]
         if part == "requests":
             base = self.need("server").base_url
-            return [("readiness and the request (curl; the page's own request went through the openai client)",
+            return [(_("readiness and the request (curl; the page's own request went through the openai client)"),
                      f"curl -sf {base}/v1/models\n{curl_text(self.card, base)}")]
         if part == "bench":
-            return [("vllm bench serve against this build's server (<weights>: its tokenizer)",
+            return [(_("vllm bench serve against this build's server (<weights>: its tokenizer)"),
                      self.need("benchmark").command)]
         raise TutorialError(f"this_build_ran: unknown part {part!r}; one of {', '.join(self.BUILD_PARTS)}")
 
@@ -73,8 +77,8 @@ class DeployViews(BaseViews):
                 if parts:  # asked for by name: the step must have run
                     raise
                 continue
-            shown.append(self.BUILD_PARTS[part])
+            shown.append(_(self.BUILD_PARTS[part]))
         if not blocks:
             raise TutorialError(f"the results of {self.doc.model} hold none of this build's commands yet")
-        return Collapsed(f"This build ran: {', '.join(shown)} ({self.backend}, {self.prov.device}; not for "
-                         "copying)", blocks)
+        return Collapsed(_("This build ran: {parts} ({backend}, {device}; not for copying)",
+                           parts=join(LIST_SEP, shown), backend=self.backend, device=self.prov.device), blocks)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import plots
 from ..core.errors import TutorialError
+from ..core.messages import _, join
 from ..core.tables import Table
 from .base import BaseViews
 
@@ -22,72 +23,79 @@ class PerformanceViews(BaseViews):
         rows = self.need("input_length_sweep")
         sw = self.card.sweeps[self.prov.profile] if self.card.sweeps else None
         out = sw.sweep_output_len if sw else "?"
-        return Table(["input tokens", "prefill latency (ms)", "TPOT (ms)",
-                      f"TTFT, {rows[0].concurrent_requests} at once (ms)"],
+        return Table([_("input tokens"), _("prefill latency (ms)"), _("TPOT (ms)"),
+                      _("TTFT, {n} at once (ms)", n=rows[0].concurrent_requests)],
                      [[r.input_len, r.prefill_ms.text(), r.tpot_ms.text(1), r.ttft_concurrent_ms.text()] for r in rows],
-                     caption=f"Latency against input length ({out} output tokens, {self.prov.profile} profile)",
-                     note="Each cell: median (interquartile range, number of requests). Prefill latency is the time "
-                          "to first token of a request sent alone.")
+                     caption=_("Latency against input length ({out} output tokens, {profile} profile)", out=out,
+                               profile=self.prov.profile),
+                     note=_("Each cell: median (interquartile range, number of requests). Prefill latency is the "
+                            "time to first token of a request sent alone."))
 
     def concurrency_table(self) -> Table:
         """Output throughput per concurrency, with speedup and scaling efficiency over concurrency 1."""
         rows = self.need("concurrency_sweep")
         rep = self.reported("scaling")
         last = rows[-1]
-        note = ("Output throughput: median over repeated runs (interquartile range, number of runs); TPOT and TTFT: "
-                "median over every request of those runs. Speedup and efficiency use the medians.")
+        note = _("Output throughput: median over repeated runs (interquartile range, number of runs); TPOT and "
+                 "TTFT: median over every request of those runs. Speedup and efficiency use the medians.")
         if rep:
-            note += (f" Reported ({self.card.reported.hardware}): {rep['speedup_16']}x at 16, "
-                     f"{rep['efficiency_16_pct']} % efficiency. " + self.cite + self.method_note("scaling"))
-        return Table(["concurrency", "output tok/s", "speedup vs 1", "efficiency", "TPOT (ms)", "TTFT (ms)"],
+            note += (" " + _("Reported ({hardware}): {speedup}x at 16, {efficiency} % efficiency.",
+                             hardware=self.card.reported.hardware, speedup=rep["speedup_16"],
+                             efficiency=rep["efficiency_16_pct"]) + " " + self.cite + self.method_note("scaling"))
+        return Table([_("concurrency"), _("output tok/s"), _("speedup vs 1"), _("efficiency"), _("TPOT (ms)"),
+                      _("TTFT (ms)")],
                      [[r.concurrency, r.output_throughput.text(2), f"{r.speedup:.2f}x", f"{100 * r.efficiency:.1f} %",
                        r.tpot_ms.text(), r.ttft_ms.text()] for r in rows],
-                     caption=f"Throughput against concurrency: {last.speedup:.2f}x at {last.concurrency} "
-                             f"({100 * last.efficiency:.1f} % efficiency)", note=note)
+                     caption=_("Throughput against concurrency: {speedup:.2f}x at {concurrency} ({pct:.1f} % "
+                               "efficiency)", speedup=last.speedup, concurrency=last.concurrency,
+                               pct=100 * last.efficiency), note=note)
 
     def sweep_plot(self):
         """The input-length and concurrency sweeps as curves."""
         return plots.sweeps(self.need("input_length_sweep"), self.need("concurrency_sweep"),
-                            f"{self.card.name} on {self.backend} ({self.dtype}, chunked prefill, "
-                            f"{self.prov.profile} profile)")
+                            _("{model} on {backend} ({dtype}, chunked prefill, {profile} profile)",
+                              model=self.card.name, backend=self.backend, dtype=self.dtype, profile=self.prov.profile))
 
     def efficiency_table(self) -> Table:
         """The roofline fraction at concurrency 1 and the transformers baseline on the same conditions."""
         e = self.need("efficiency")
         d = e.decode_bytes
-        rows = [["bytes one decode step reads", f"{d.total / GB:.3f} GB ({d.dtype})"],
-                ["  weight matrices", f"{d.matrices / GB:.3f} GB"],
-                ["  biases and norms", f"{d.vectors / 1e6:.2f} MB"],
-                ["  input embedding", "read in full by lm_head (tied)" if d.tied else
-                 f"{d.embedding_row / 1e3:.1f} kB (one row)"],
-                ["  lm_head" + (" (the tied embedding table)" if d.tied else ""), f"{d.lm_head / GB:.3f} GB"],
-                [f"  KV cache at {d.context_len:g} tokens of context (mean over the decode steps)",
+        rows = [[_("bytes one decode step reads"), f"{d.total / GB:.3f} GB ({d.dtype})"],
+                ["  " + _("weight matrices"), f"{d.matrices / GB:.3f} GB"],
+                ["  " + _("biases and norms"), f"{d.vectors / 1e6:.2f} MB"],
+                ["  " + _("input embedding"), _("read in full by lm_head (tied)") if d.tied else
+                 _("{kb:.1f} kB (one row)", kb=d.embedding_row / 1e3)],
+                ["  " + (_("lm_head (the tied embedding table)") if d.tied else "lm_head"), f"{d.lm_head / GB:.3f} GB"],
+                ["  " + _("KV cache at {n:g} tokens of context (mean over the decode steps)", n=d.context_len),
                  f"{d.kv_cache / 1e6:.2f} MB"],
-                ["TPOT at concurrency 1 (vLLM)", e.tpot_ms.text(1, "ms")],
-                ["achieved read bandwidth (bytes / median TPOT)", f"{e.achieved_bytes_per_s / GB:.1f} GB/s"],
-                ["measured device bandwidth", f"{e.measured_bandwidth / GB:.1f} GB/s ({e.bandwidth_method})"
+                [_("TPOT at concurrency 1 (vLLM)"), e.tpot_ms.text(1, "ms")],
+                [_("achieved read bandwidth (bytes / median TPOT)"), f"{e.achieved_bytes_per_s / GB:.1f} GB/s"],
+                [_("measured device bandwidth"), f"{e.measured_bandwidth / GB:.1f} GB/s ({e.bandwidth_method})"
                  if e.measured_bandwidth else e.bandwidth_method]]
         if e.nominal_bandwidth:
-            rows.append(["nominal bandwidth", f"{e.nominal_bandwidth / GB:.0f} GB/s ({e.nominal_source})"])
-        rows.append(["fraction of the measured roofline reached", _pct(e.fraction)])
+            rows.append([_("nominal bandwidth"), f"{e.nominal_bandwidth / GB:.0f} GB/s ({e.nominal_source})"])
+        rows.append([_("fraction of the measured roofline reached"), _pct(e.fraction)])
         for b in e.baselines:
-            rows.append([f"transformers generate, batch {b.batch}", b.output_tokens_per_s.text(2, "tok/s")])
-            rows.append([f"vLLM, concurrency {b.batch}, same conditions", b.vllm_output_tokens_per_s.text(2, "tok/s")])
-            rows.append([f"vLLM speedup at {b.batch}", f"{b.speedup:.2f}x"])
+            rows.append([_("transformers generate, batch {batch}", batch=b.batch),
+                         b.output_tokens_per_s.text(2, "tok/s")])
+            rows.append([_("vLLM, concurrency {batch}, same conditions", batch=b.batch),
+                         b.vllm_output_tokens_per_s.text(2, "tok/s")])
+            rows.append([_("vLLM speedup at {batch}", batch=b.batch), f"{b.speedup:.2f}x"])
         cond = e.baselines[0] if e.baselines else None
-        note = ("At concurrency 1 a decode step reads every weight matrix once, one row of the input embedding, "
-                "lm_head, and the KV cache of its context: those bytes over the median TPOT are the bandwidth "
-                "achieved. ")
+        note = _("At concurrency 1 a decode step reads every weight matrix once, one row of the input embedding, "
+                 "lm_head, and the KV cache of its context: those bytes over the median TPOT are the bandwidth "
+                 "achieved.") + " "
         recorded = self.recorded_note("transformers_baseline")
         if cond:
-            note += (f"Baseline and vLLM ran the same conditions: {cond.input_len} input and {cond.output_len} output "
-                     f"tokens, {cond.dtype}, on {cond.device}, "
-                     + ("in the recording build (its own vLLM figure beside it). " + recorded if recorded
-                        else "in this build."))
+            where = (_("in the recording build (its own vLLM figure beside it).") + " " + recorded if recorded
+                     else _("in this build."))
+            note += _("Baseline and vLLM ran the same conditions: {input_len} input and {output_len} output tokens, "
+                      "{dtype}, on {device}, {where}", input_len=cond.input_len, output_len=cond.output_len,
+                      dtype=cond.dtype, device=cond.device, where=where)
         elif absent := self.absent("transformers_baseline"):
             note += absent.text
-        return Table(["", ""], rows, caption="Efficiency: memory-bandwidth roofline and the plain-transformers "
-                                             "baseline", note=note)
+        return Table(["", ""], rows, caption=_("Efficiency: memory-bandwidth roofline and the plain-transformers "
+                                               "baseline"), note=note)
 
 
 
@@ -96,45 +104,50 @@ class TuningViews(BaseViews):
 
     def tuning_table(self) -> Table:
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
-        from ..measure.tuning_plan import graph_row, verdict
+        from ..measure.tuning_plan import config_label, graph_row, verdict, why_text
 
         if absent := self.absent("tuning"):
             return absent
         t = self.need("tuning")
         base = graph_row(t.rows)
-        rows = [[r.name, " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or "(card defaults)",
+        rows = [[config_label(r.name),
+                 " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or _("(card defaults)"),
                  r.tpot_ms.text(1), r.throughput_c1.text(2), r.throughput_high.text(1) if r.throughput_high else "–",
-                 _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else verdict(r, base)]
+                 _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else _(verdict(r, base))]
                 for r in t.rows]
         high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
         recorded = self.recorded_note("tuning")
         notes = [recorded] if recorded else []
-        notes += ["Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction counts "
-                 "the bytes a decode step reads (see the efficiency table). Against graph mode: better or worse "
-                 f"when TPOT at 1 or throughput at {high or 'the highest concurrency'} moved beyond the spread of "
-                 "both (interquartile ranges apart), mixed when both ways. The knobs that were better combine "
-                 "into one more server (of two that set the same thing differently, the better one)."]
+        notes += [_("Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction "
+                    "counts the bytes a decode step reads (see the efficiency table). Against graph mode: better or "
+                    "worse when TPOT at 1 or throughput at {high} moved beyond the spread of both (interquartile "
+                    "ranges apart), mixed when both ways. The knobs that were better combine into one more server "
+                    "(of two that set the same thing differently, the better one).",
+                    high=high or _("the highest concurrency"))]
         if t.build_env:
-            notes.append("This build's environment before any knob: "
-                         + ", ".join(f"{k}={v or '(unset)'}" for k, v in t.build_env.items()) + ".")
+            notes.append(_("This build's environment before any knob: {variables}.",
+                           variables=join(", ", [f"{k}=" + (v or _("(unset)")) for k, v in t.build_env.items()])))
         skipped = t.skipped or self._skipped_knobs(t)
         if skipped:
-            notes.append(f"Not measured in {'that' if recorded else 'this'} build: "
-                         + "; ".join(f"{k}: {why}" for k, why in skipped.items()) + ".")
+            knobs = join("; ", [_("{knob}: {why}", knob=k, why=why_text(why)) for k, why in skipped.items()])
+            notes.append(_("Not measured in that build: {knobs}.", knobs=knobs) if recorded
+                         else _("Not measured in this build: {knobs}.", knobs=knobs))
         if t.best:
-            notes.append(f"Best: {t.best}.")
+            notes.append(_("Best: {configuration}.", configuration=config_label(t.best)))
         if t.limit:
             notes.append(t.limit)
-        return Table(["configuration", "flags and environment", "TPOT at 1 (ms)", "tok/s at 1",
-                      f"tok/s at {high or '–'}", "roofline fraction", "start-up", "vs graph mode"], rows,
-                     caption="The report's conditions beside a tuned deployment, "
-                             + ("recorded by an earlier build" if recorded else "measured in this build"),
-                     note=" ".join(notes))
+        return Table([_("configuration"), _("flags and environment"), _("TPOT at 1 (ms)"), _("tok/s at 1"),
+                      _("tok/s at {high}", high=high or "–"), _("roofline fraction"), _("start-up"),
+                      _("vs graph mode")], rows,
+                     caption=_("The report's conditions beside a tuned deployment, {how}",
+                               how=_("recorded by an earlier build") if recorded else _("measured in this build")),
+                     note=join(" ", notes))
 
     def _skipped_knobs(self, t) -> dict[str, str]:
         """For documents that predate ``skipped``: the knobs of this backend with no row."""
         measured = {k for r in t.rows for k in r.knobs} | {r.name for r in t.rows}
-        return {k.name: f"not measured in the {self.prov.profile} profile (TUTORIAL_PROFILE=full measures it)"
+        return {k.name: _("not measured in the {profile} profile (TUTORIAL_PROFILE=full measures it)",
+                          profile=self.prov.profile)
                 for k in (self.card.tuning.knobs if self.card.tuning else [])
                 if self.backend in k.backends and k.name not in measured and f"graph mode + {k.name}" not in measured}
 
@@ -142,33 +155,38 @@ class TuningViews(BaseViews):
         """The card's knobs for this document's backend: what each sets, where it comes from, why it should
         help, and whether this build measured it."""
         from ..inputs.knobs import pinned_label
+        from ..measure.tuning_plan import why_text
 
         absent = self.absent("tuning")
         t = None if absent else self.need("tuning")
         knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]
         if not knobs:
             raise TutorialError(f"cards/{self.card.key}.yaml has no tuning knobs for {self.backend}")
-        note = (f"Each NPU knob was checked against {pinned_label()}'s own source (engine flags, configuration keys, "
-                "the settings its performance documents export) when the model card was loaded.")
+        note = _("Each NPU knob was checked against {pinned}'s own source (engine flags, configuration keys, the "
+                 "settings its performance documents export) when the model card was loaded.", pinned=pinned_label())
         if t is None:
             # the knobs are the card's facts: shown even where no build measured them
-            measured, skipped = set(), {k.name: "no (no build measured the tuning section)" for k in knobs}
-            note = f"{absent.text} {note}"
+            measured, skipped = set(), {k.name: _("no (no build measured the tuning section)") for k in knobs}
+            note = absent.text + " " + note
         else:
             measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
             skipped = t.skipped or self._skipped_knobs(t)
         rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
-                 k.source or "–", k.why, "yes" if k.name in measured else skipped.get(k.name, "no")] for k in knobs]
-        return Table(["knob", "sets", "source", "why it should help", "measured here"], rows,
-                     caption=f"The {self.backend} knobs this page measures, where they come from", note=note)
+                 k.source or "–", k.why, _("yes") if k.name in measured else why_text(skipped.get(k.name, _("no")))]
+                for k in knobs]
+        return Table([_("knob"), _("sets"), _("source"), _("why it should help"), _("measured here")], rows,
+                     caption=_("The {backend} knobs this page measures, where they come from", backend=self.backend),
+                     note=note)
 
     def tuning_plot(self):
         """Each tuning configuration's TPOT and throughput."""
         if absent := self.absent("tuning"):
             return absent
         o = self.r.from_records.get("tuning")
-        return plots.tuning(self.need("tuning"), f"{self.card.name} on {self.backend}: tuning, "
-                            + (f"recorded {o.built_at[:10]} on {o.machine}" if o else "measured"))
+        title = (_("{model} on {backend}: tuning, recorded {date} on {machine}", model=self.card.name,
+                   backend=self.backend, date=o.built_at[:10], machine=o.machine) if o
+                 else _("{model} on {backend}: tuning, measured", model=self.card.name, backend=self.backend))
+        return plots.tuning(self.need("tuning"), title)
 
     def tuned_command(self) -> str:
         """The serve command of the best tuned configuration (this build's, or the record's, said in a comment)."""

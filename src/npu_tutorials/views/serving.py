@@ -7,8 +7,10 @@ from math import prod
 from . import plots
 from ..engine.bench import SUMMARY_ROWS
 from ..record.headline import headline_figures
+from ..core.messages import _, sentences
 from ..core.tables import Table, fmt
 from .base import BaseViews
+
 
 
 class BuildViews(BaseViews):
@@ -17,49 +19,52 @@ class BuildViews(BaseViews):
     def environment(self) -> Table:
         """Where this build ran: backend, devices, versions."""
         m = self.prov.machine
-        rows = [["backend", m.backend], ["device", m.device_label]]
+        rows = [[_("backend"), m.backend], [_("device"), m.device_label]]
         for d in m.devices:
             mem = f", {d.memory_gib:.0f} GiB" if d.memory_gib else ""
-            rows.append([f"device {d.index}", f"{d.name}{mem}"])
-        for label, value in (("visible devices", m.visible_devices), ("SoC", m.soc), ("driver", m.driver),
+            rows.append([_("device {index}", index=d.index), f"{d.name}{mem}"])
+        for label, value in ((_("visible devices"), m.visible_devices), ("SoC", m.soc), (_("driver"), m.driver),
                              ("CANN", m.cann)):
             if value:
                 rows.append([label, value])
         rows += [[k, v] for k, v in m.versions.items() if v]
-        rows += [["python", m.python], ["CPU", f"{m.cpu_model} ({m.cpu_count} cores, "
-                                               f"{'native' if m.cpu_native_bf16 else 'no native'} bf16)"],
-                 ["memory", f"{m.memory_gib} GiB"]]
+        cpu = (_("{model} ({count} cores, native bf16)", model=m.cpu_model, count=m.cpu_count) if m.cpu_native_bf16
+               else _("{model} ({count} cores, no native bf16)", model=m.cpu_model, count=m.cpu_count))
+        rows += [["python", m.python], ["CPU", cpu], [_("memory"), f"{m.memory_gib} GiB"]]
         if m.host_threads:
-            rows.append(["CPU threads for the reference and baselines", m.host_threads])
-        return Table(["item", "value"], rows, caption=f"Where this page was built ({self.prov.built_at})")
+            rows.append([_("CPU threads for the reference and baselines"), m.host_threads])
+        return Table([_("item"), _("value")], rows,
+                     caption=_("Where this page was built ({built_at})", built_at=self.prov.built_at))
 
     def conditions(self) -> Table:
         """This build's conditions (profile, dtype, eager, what it changed) beside the card's."""
         c = self.need("conditions")
         p = self.card.benchmark.profiles[c.profile]
         full = self.card.benchmark.profiles["full"]
-        rows = [["profile", c.profile, "full"],
-                ["requests", p.num_prompts, full.num_prompts],
-                ["input tokens", p.input_len, full.input_len],
-                ["output tokens", p.output_len, full.output_len],
-                ["request rate (req/s)", str(p.request_rate), str(full.request_rate)],
+        rows = [[_("profile"), c.profile, "full"],
+                [_("requests"), p.num_prompts, full.num_prompts],
+                [_("input tokens"), p.input_len, full.input_len],
+                [_("output tokens"), p.output_len, full.output_len],
+                [_("request rate (req/s)"), str(p.request_rate), str(full.request_rate)],
                 ["dtype", c.dtype, self.card.serve.dtype],
-                ["eager mode", c.eager, self.card.serve.enforce_eager]]
+                [_("eager mode"), c.eager, self.card.serve.enforce_eager]]
         notes = [] if c.profile == "full" else [
-            "This build ran the reduced 'quick' profile; the report's conditions are the 'full' column."]
+            _("This build ran the reduced 'quick' profile; the report's conditions are the 'full' column.")]
         if c.dtype_note:
-            notes.append(f"dtype {c.dtype}: {c.dtype_note}.")
-        return Table(["condition", "this build", "report"], rows, caption="Benchmark conditions", note=" ".join(notes))
+            notes.append(_("dtype {dtype}: {why}.", dtype=c.dtype, why=c.dtype_note))
+        return Table([_("condition"), _("this build"), _("report")], rows, caption=_("Benchmark conditions"),
+                     note=sentences(notes))
 
     def weights(self) -> Table:
         """Which weights this build used (real with id and revision, or stand-in with seed)."""
         w = self.prov.weights
-        rows = [["weights", w.label], ["kind", w.kind], ["source", w.source]]
+        rows = [[_("weights"), w.label], [_("kind"), self._weights_kind(w.kind)], [_("source"), w.source]]
         rows += [[k, fmt(v) if not isinstance(v, list) else ", ".join(map(str, v))] for k, v in w.config.items()]
         note = ("" if w.kind == "real" else
-                "Stand-in weights: generated text follows a planted next-token map, not language, and task accuracy "
-                "means nothing; speed and engine-vs-reference agreement are still real measurements of this network.")
-        return Table(["item", "value"], rows, caption="Weights used by this build", note=note)
+                _("Stand-in weights: generated text follows a planted next-token map, not language, and task "
+                  "accuracy means nothing; speed and engine-vs-reference agreement are still real measurements of "
+                  "this network."))
+        return Table([_("item"), _("value")], rows, caption=_("Weights used by this build"), note=note)
 
     def properties(self) -> Table:
         """The model's property table, from the card and its config (inferred fields marked)."""
@@ -69,47 +74,50 @@ class BuildViews(BaseViews):
         inferred = set(self.card.stand_in.inferred_fields)
 
         def val(key):
-            return f"{cfg[key]} (inferred)" if key in inferred else cfg[key]
+            return _("{value} (inferred)", value=cfg[key]) if key in inferred else cfg[key]
 
         kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
-        nparams = sum(prod(shape) for _, shape, _ in for_config(cfg).parameters(cfg))
+        nparams = sum(prod(shape) for _name, shape, _dtype in for_config(cfg).parameters(cfg))
         hubs = (("ModelScope", self.card.hub.modelscope), ("Hugging Face", self.card.hub.huggingface))
-        rows = [["architecture", self.card.architecture],
-                ["parameters (counted from the config)", f"{nparams / 1e9:.3f} B"],
-                ["hidden size", val("hidden_size")], ["attention heads", f"{cfg['num_attention_heads']} ({kv} KV)"],
-                ["layers", val("num_hidden_layers")], ["max position embeddings", val("max_position_embeddings")],
-                ["vocabulary", val("vocab_size")], ["model type", "causal language model (decoder only)"],
-                ["weights source", " / ".join(f"{h}: {r.id}" for h, r in hubs if r)]]
-        note = (f"Fields marked inferred are not in the model's published config: {', '.join(sorted(inferred))}."
-                if inferred else "")
-        if self.card.hub.note:
-            note = (note + " " + self.card.hub.note.strip()).strip()
-        return Table(["property", "value"], rows, caption=self.card.name, note=note)
+        rows = [[_("architecture"), self.card.architecture],
+                [_("parameters (counted from the config)"), f"{nparams / 1e9:.3f} B"],
+                [_("hidden size"), val("hidden_size")],
+                [_("attention heads"), f"{cfg['num_attention_heads']} ({kv} KV)"],
+                [_("layers"), val("num_hidden_layers")], [_("max position embeddings"), val("max_position_embeddings")],
+                [_("vocabulary"), val("vocab_size")], [_("model type"), _("causal language model (decoder only)")],
+                [_("weights source"), " / ".join(f"{h}: {r.id}" for h, r in hubs if r)]]
+        note = (_("Fields marked inferred are not in the model's published config: {fields}.",
+                  fields=", ".join(sorted(inferred))) if inferred else "")
+        if self.card.hub.note:  # the card's words, as they are
+            note = note + " " + self.card.hub.note.strip() if note else self.card.hub.note.strip()
+        return Table([_("property"), _("value")], rows, caption=self.card.name, note=note)
 
     def serving_checkpoint(self) -> Table:
         """How this build serves the checkpoint (as is, or converted) and why."""
         sc = self.need("serving_checkpoint")
-        return Table(["", ""], [["route", sc.route]] + ([["why", sc.why]] if sc.why else []),
-                     caption="How this build serves the checkpoint")
+        return Table(["", ""], [[_("route"), sc.route]] + ([[_("why"), sc.why]] if sc.why else []),
+                     caption=_("How this build serves the checkpoint"))
 
     def known_limitations(self) -> Table:
         """The warnings the vLLM server printed in this build."""
         rows = [[w] for w in (self.r.server_warnings or [])]
-        return Table(["warning printed by the vLLM server in this build"], rows or [["(none)"]],
-                     caption=f"What the {self.backend} backend reported while serving")
+        return Table([_("warning printed by the vLLM server in this build")], rows or [[_("(none)")]],
+                     caption=_("What the {backend} backend reported while serving", backend=self.backend))
 
     def provenance(self) -> Table:
         """Where, when and with what every number on the page was measured."""
         p = self.prov
-        rows = [["built at", p.built_at], ["git commit", p.git_commit], ["backend", p.backend], ["device", p.device],
-                ["weights", p.weights.label if p.weights else "–"], ["profile", p.profile],
-                ["engine dtype", p.engine_dtype], ["status", p.status], ["wall time", f"{p.wall_time_s:.0f} s"],
-                ["versions", ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
+        rows = [[_("built at"), p.built_at], ["git commit", p.git_commit], [_("backend"), p.backend],
+                [_("device"), p.device], [_("weights"), p.weights.label if p.weights else "–"],
+                [_("profile"), p.profile], [_("engine dtype"), p.engine_dtype], [_("status"), p.status],
+                [_("wall time"), f"{p.wall_time_s:.0f} s"],
+                [_("versions"), ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
         costs = self.r.costs
         if costs:
-            rows.append(["time per step", "; ".join(f"{c.step}: {c.seconds:.0f} s" for c in costs)])
-        return Table(["", ""], rows, caption="Provenance of every number on this page",
-                     note=f"The whole document: {self.doc.model}-results.json (schema {self.doc.schema_}).")
+            rows.append([_("time per step"), "; ".join(f"{c.step}: {c.seconds:.0f} s" for c in costs)])
+        return Table(["", ""], rows, caption=_("Provenance of every number on this page"),
+                     note=_("The whole document: {file} (schema {schema}).", file=f"{self.doc.model}-results.json",
+                            schema=self.doc.schema_))
 
 
 class ServingViews(BaseViews):
@@ -118,53 +126,63 @@ class ServingViews(BaseViews):
     def offline_output(self) -> str:
         """What the offline script printed, and how long it took."""
         o = self.need("offline_example")
-        return f"{o.prompt!r} -> {o.text!r}\n(whole script, engine start included: {o.wall_s:.0f} s)"
+        return f"{o.prompt!r} -> {o.text!r}\n" + _("(whole script, engine start included: {seconds:.0f} s)",
+                                                    seconds=o.wall_s)
 
     def functional(self) -> Table:
         """The functional request and the engine's reply."""
         f = self.need("functional")
-        usage = f"{f.prompt_tokens} prompt + {f.completion_tokens} completion tokens"
+        usage = _("{prompt} prompt + {completion} completion tokens", prompt=f.prompt_tokens,
+                  completion=f.completion_tokens)
         if f.endpoint == "chat":
-            rows = [["user", f.prompt], ["assistant (this build)", f.text], ["finish reason", f.finish_reason],
-                    ["usage", usage]]
+            rows = [[_("user"), f.prompt], [_("assistant (this build)"), f.text],
+                    [_("finish reason"), f.finish_reason], [_("usage"), usage]]
             reported = self.reported("chat").get("reply")
             if reported:
-                rows.append([f"assistant (reported, {self.card.reported.hardware})", reported])
-            caption = "Chat request through the OpenAI client"
+                rows.append([_("assistant (reported, {hardware})", hardware=self.card.reported.hardware), reported])
+            caption = _("Chat request through the OpenAI client")
         else:
-            rows = [["prompt", f.prompt], ["completion", f.text], ["finish reason", f.finish_reason], ["usage", usage]]
-            caption = "Functional check through the OpenAI client"
-        note = "" if self.real else "Stand-in weights: the text follows the planted next-token map by design."
+            rows = [[_("prompt"), f.prompt], [_("completion"), f.text], [_("finish reason"), f.finish_reason],
+                    [_("usage"), usage]]
+            caption = _("Functional check through the OpenAI client")
+        note = "" if self.real else _("Stand-in weights: the text follows the planted next-token map by design.")
         return Table(["", ""], rows, caption=caption, note=note)
 
     def bench_table(self) -> Table:
         """The benchmark's figures (headline figures with median, spread and sample), beside the report's."""
         b = self.need("benchmark")
         reported = self.reported("bench")
-        cols = ["metric", "this build", "unit"] + ([f"reported ({self.card.reported.hardware})"] if reported else [])
+        cols = [_("metric"), _("this build"), _("unit")] + (
+            [_("reported ({hardware})", hardware=self.card.reported.hardware)] if reported else [])
         heads = headline_figures(self.doc)
         rows = []
         for label, key, unit in SUMMARY_ROWS:
             if key in heads:  # a headline figure: the one definition every page, matrix and gate shows
-                rows.append([f"{label} (median over {heads[key].over})", heads[key].text(), unit]
+                rows.append([_("{label} (median over {over})", label=_(label), over=heads[key].over),
+                             heads[key].text(), unit]
                             + ([reported.get(key)] if reported else []))
             elif key in b.summary:
-                rows.append([label, b.summary[key], unit] + ([reported.get(key)] if reported else []))
+                rows.append([_(label), b.summary[key], unit] + ([reported.get(key)] if reported else []))
         c = b.conditions
-        notes = [f"{c.num_prompts} requests, {c.input_len} in / {c.output_len} out, request rate {c.request_rate}, "
-                 f"{b.repeats} runs of vllm bench serve (each with prompts of its own). Throughput, median TTFT and "
-                 "median TPOT are the headline figures (median, interquartile range, sample); every other row is "
-                 "the median of the runs' own values."]
+        notes = [_("{requests} requests, {input_len} in / {output_len} out, request rate {rate}, {runs} runs of vllm "
+                   "bench serve (each with prompts of its own). Throughput, median TTFT and median TPOT are the "
+                   "headline figures (median, interquartile range, sample); every other row is the median of the "
+                   "runs' own values.", requests=c.num_prompts, input_len=c.input_len, output_len=c.output_len,
+                   rate=c.request_rate, runs=b.repeats)]
         if reported:
             notes.append(self.cite + self.method_note("bench"))
             if self.prov.profile != "full":
-                notes.append("This build ran the quick profile, so its figures are not comparable with the report's.")
-        return Table(cols, rows, caption=f"vllm bench serve, {self.prov.profile} profile, on {self.prov.device}",
-                     note=" ".join(notes))
+                notes.append(_("This build ran the quick profile, so its figures are not comparable with the "
+                               "report's."))
+        return Table(cols, rows, caption=_("vllm bench serve, {profile} profile, on {device}",
+                                           profile=self.prov.profile, device=self.prov.device),
+                     note=sentences(notes))
 
     def bench_plot(self):
         """Per-request TTFT and TPOT of the benchmark, as distributions."""
         b = self.need("benchmark")
         c = b.conditions
-        return plots.latency_distributions(b, f"{self.card.name} on {self.backend}: per-request latency "
-                                              f"({c.num_prompts} requests, {c.input_len} in / {c.output_len} out)")
+        return plots.latency_distributions(b, _("{model} on {backend}: per-request latency ({requests} requests, "
+                                                "{input_len} in / {output_len} out)", model=self.card.name,
+                                                backend=self.backend, requests=c.num_prompts, input_len=c.input_len,
+                                                output_len=c.output_len))
