@@ -13,7 +13,7 @@ from npu_tutorials.site.pages import always_reread_landing, fill_landing  # noqa
 from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
 from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
-from npu_tutorials.site.i18n import static_text, translation_pass  # noqa: E402
+from npu_tutorials.site.i18n import comments_in_language, static_text, translation_pass  # noqa: E402
 from npu_tutorials.site.figures import figures_in_language  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
@@ -113,4 +113,5 @@ def setup(app):
     app.connect("source-read", add_banners)
     app.connect("source-read", fill_landing)
     app.connect("source-read", figures_in_language)  # the Chinese pass: the figures drawn in Chinese
+    app.connect("include-read", comments_in_language)  # ... and the deploy snippets' comments in Chinese
     app.connect("env-get-outdated", always_reread_landing)

@@ -104,3 +104,24 @@ def test_what_a_build_measures_stays_out_of_the_catalogs():
     times = [":orphan:\n\nComputation times\n=================\n**09:09.359** total execution time\n\n+---+\n"]
     static_text(_App("gettext"), "sg_execution_times", times)
     assert times == [":orphan:\n\nComputation times\n=================\n"]
+
+
+def test_the_deploy_snippets_comments_read_in_the_pages_language():
+    """The Chinese pass shows the "Deploy it yourself" snippets' comments in Chinese, commands untouched."""
+    from types import SimpleNamespace
+
+    from npu_tutorials.core.messages import _
+    from npu_tutorials.engine import deploy
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.site.i18n import comments_in_language
+
+    card = load_card("qwen2.5-0.5b")
+    snippet = deploy.offline_code(card, "cpu", "./Qwen2.5-0.5B")
+    assert f"# {deploy.SPAWN_NOTE}" in snippet
+    for lang, translated in (("en", False), ("zh_CN", True)):
+        app = SimpleNamespace(config=SimpleNamespace(language=lang), builder=SimpleNamespace(name="html"))
+        content = [snippet]
+        comments_in_language(app, "deploy.rst", "tutorials/models/qwen2_5_0_5b", content)
+        zh = _(deploy.SPAWN_NOTE).in_("zh_CN")
+        assert (f"# {zh}" in content[0]) is translated and (deploy.SPAWN_NOTE in content[0]) is not translated
+        assert content[0].replace(zh, deploy.SPAWN_NOTE) == snippet  # only the comment changed

@@ -26,6 +26,15 @@ from . import devices
 from .server import ENGINE_READY_TIMEOUT_S
 from .bench import bench_args
 from ..inputs.cards import Card
+from ..core.messages import N_
+
+# The snippets' comments are messages: a Chinese page shows them in Chinese (site.i18n.comments_in_language);
+# the commands and code around them stay as they are.
+SPAWN_NOTE = N_("vLLM starts its engine in a spawned process")
+KEY_NOTE = N_("vLLM checks no key unless --api-key")
+WAIT_NOTE = N_("wait until the engine is up (loading, and in graph mode compiling, take a while)")
+METRICS_NOTE = N_("the vLLM version, the served model, and a few of its Prometheus metrics")
+COMMENTS = (SPAWN_NOTE, KEY_NOTE, WAIT_NOTE, METRICS_NOTE)
 
 DEFAULT_PORT = 8000
 BACKENDS = ("npu", "cuda", "cpu")
@@ -138,7 +147,7 @@ def offline_code(card: Card, backend: str, model: str, *, dtype: str | None = No
     return "\n".join([
         "from vllm import LLM, SamplingParams",
         "",
-        'if __name__ == "__main__":  # vLLM starts its engine in a spawned process',
+        f'if __name__ == "__main__":  # {SPAWN_NOTE}',
         "    llm = LLM(",
         *[f"        {a}," for a in args],
         "    )",
@@ -181,7 +190,7 @@ def client_code(card: Card, base_url: str) -> str:
     f = card.functional
     name = card.serve.served_model_name
     head = ["from openai import OpenAI", "",
-            f'client = OpenAI(base_url="{base_url}/v1", api_key="EMPTY")  # vLLM checks no key unless --api-key']
+            f'client = OpenAI(base_url="{base_url}/v1", api_key="EMPTY")  # {KEY_NOTE}']
     if f.endpoint == "chat":
         call = ["completion = client.chat.completions.create(",
                 f"    model={_py(name)},",
@@ -217,9 +226,9 @@ def bench_argv(card: Card, backend: str, place: Place) -> list[str]:
 def health_text(card: Card, place: Place) -> str:
     u = place.url
     return "\n".join([
-        "# wait until the engine is up (loading, and in graph mode compiling, take a while)",
+        f"# {WAIT_NOTE}",
         f"timeout {ENGINE_READY_TIMEOUT_S} bash -c 'until curl -sf {u}/health; do sleep 5; done'",
-        "# the vLLM version, the served model, and a few of its Prometheus metrics",
+        f"# {METRICS_NOTE}",
         f"curl -s -w '\\n' {u}/version",
         f"curl -s -w '\\n' {u}/v1/models",
         f"curl -s {u}/metrics | grep -E '^vllm:(num_requests_running|num_requests_waiting|kv_cache_usage_perc)\\{{'",

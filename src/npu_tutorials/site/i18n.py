@@ -42,3 +42,17 @@ def static_text(app, docname: str, source: list[str]) -> None:
         source[0] = head + sep
         return
     source[0] = TIMING.sub("", source[0])
+
+
+def comments_in_language(app, relative_path, parent_docname: str, content: list[str]) -> None:
+    """Sphinx ``include-read``, the second language's pass: the comments of the "Deploy it yourself" snippets
+    (``engine.deploy.COMMENTS``, messages) in that language; the commands and code stay as they are."""
+    from ..core.messages import LANGS, _
+    from ..engine.deploy import COMMENTS
+
+    lang = getattr(app.config, "language", None) or LANGS[0]
+    if lang not in LANGS[1:] or extracting(app):
+        return
+    for comment in COMMENTS:
+        content[0] = content[0].replace(f"# {comment}", f"# {_(comment).in_(lang)}")
+
