@@ -92,7 +92,8 @@ browser:
 test: venv browser
 	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m "not slow" tests
 
-# the other copy-paste routes, the calibration scripts end to end, the template: minutes each
+# the default copy-paste route's offline script and the other routes, the calibration scripts end to end, the
+# template: minutes each
 test-slow: venv
 	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m slow tests
 

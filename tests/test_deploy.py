@@ -11,6 +11,10 @@ each on a 2-core machine.  So one set per distinct route runs:
 * ``qwen2.5-0.5b``: completions, a Qwen2ForCausalLM checkpoint served as downloaded;
 * ``qwen-1_8b-chat``: chat, the first-generation QWen checkpoint converted first.
 
+``make test`` runs the default route's server steps (serve, check, curl, client, benchmark); ``make
+test-slow`` (CI runs it after ``make test``) its offline script, and the other routes whole: every step of
+every route runs in CI, and ``make test`` keeps within its budget.
+
 ``palmyra-mini`` takes the first route (Qwen2ForCausalLM, completions, no conversion): its set is the
 same generator with other card data, which ``tests/test_commands.py`` parses with vLLM's parsers;
 ``test_palmyra_takes_a_route_that_runs_here`` keeps that argument true.
@@ -182,9 +186,13 @@ class Session:
         shutil.rmtree(self.rpc, ignore_errors=True)
 
 
-def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
+OFFLINE_ONLY = ("env", "convert", "offline")  # the offline script and what it needs pasted before it
+
+
+def _run_cpu_set(card, standin: Path, tmp: Path, part: str = "all") -> dict[str, float]:
     """Run the card's CPU set in order in ``tmp``, asserting each step's effect; tear down even on failure.
-    Returns the seconds per step."""
+    ``part``: "all", "served" (every step but the offline script) or "offline" (the offline script and the
+    steps before it it needs).  Returns the seconds per step."""
     from npu_tutorials.engine.server import free_port
 
     work = tmp / "host"
@@ -193,6 +201,10 @@ def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
     path.symlink_to(standin, target_is_directory=True)
     name = card.serve.served_model_name
     steps = deploy.cpu_set(card, path=path, port=free_port(), repo=ROOT)
+    if part == "served":
+        steps = [s for s in steps if s.key != "offline"]
+    elif part == "offline":
+        steps = [s for s in steps if s.key in OFFLINE_ONLY]
     session = Session(work)
     try:
         out = {}
@@ -226,24 +238,26 @@ def _run_cpu_set(card, standin: Path, tmp: Path) -> dict[str, float]:
                 res = json.loads((work / deploy.bench_file(card)).read_text())
                 prof = card.benchmark.profiles[deploy.bench_profile(card, "cpu")]
                 assert res["completed"] == prof.num_prompts and res["failed"] == 0
-        assert [s.key for s in steps][-1] == "bench"
+        assert [s.key for s in steps][-1] == ("offline" if part == "offline" else "bench")
     finally:
         session.close()
     return session.times
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize("key", [k if k == DEFAULT_ROUTE else pytest.param(k, marks=pytest.mark.slow)
-                                 for k in RUN_ROUTES])
-def test_the_cpu_set_works_pasted_in_order(key, tmp_path):
+@pytest.mark.parametrize("key,part", [
+    pytest.param(DEFAULT_ROUTE, "served", id=f"{DEFAULT_ROUTE}-served"),
+    pytest.param(DEFAULT_ROUTE, "offline", id=f"{DEFAULT_ROUTE}-offline", marks=pytest.mark.slow),
+    *[pytest.param(k, "all", id=k, marks=pytest.mark.slow) for k in RUN_ROUTES if k != DEFAULT_ROUTE]])
+def test_the_cpu_set_works_pasted_in_order(key, part, tmp_path):
     require_vllm()
     from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
     card = load_card(key)
     standin = ensure_standin(card, config=tiny_config(card.config), label="tiny").path
     t0 = time.monotonic()
-    times = _run_cpu_set(card, standin, tmp_path)
-    print(f"\n{key}: the CPU set took {time.monotonic() - t0:.0f} s; per step (s) {times}")
+    times = _run_cpu_set(card, standin, tmp_path, part)
+    print(f"\n{key} ({part}): the CPU set took {time.monotonic() - t0:.0f} s; per step (s) {times}")
 
 
 def test_the_build_runs_the_copy_paste_offline_script_with_its_own_settings():
