@@ -119,3 +119,19 @@ def test_a_table_shows_each_language_on_its_own_page():
     assert f'<span class="tut-l10n" lang="zh-CN">{zh}</span>' in page
     assert '<span class="tut-l10n" lang="en">PASS</span>' in page
     assert json.dumps(zh) != json.dumps("PASS")
+
+
+def test_a_recorded_weights_label_reads_in_both_languages_and_stays_the_recorded_one():
+    from npu_tutorials.inputs.weights import shown_label, weights_label
+    from npu_tutorials.record.schema import WeightsInfo
+
+    label = weights_label("stand-in", seed=42, sha256="9ae0b78884bd" + "0" * 52)
+    info = WeightsInfo(kind="stand-in", source="stand-in", label=str(label), seed=42, sha256="9ae0b78884bd" + "0" * 52)
+    shown = shown_label(info)
+    assert shown == info.label and "9ae0b78884bd" in shown.in_("zh_CN") and shown.in_("zh_CN") != str(shown)
+    # a label these fields do not give (an older wording, a local folder): the recorded words, as they are
+    old = info.model_copy(update={"label": "stand-in weights, seed 42"})
+    assert shown_label(old) == "stand-in weights, seed 42" and not hasattr(shown_label(old), "tr")
+    real = WeightsInfo(kind="real", source="modelscope", label="real weights: Qwen/Qwen2.5-0.5B@master (from modelscope)",
+                       hub_id="Qwen/Qwen2.5-0.5B", revision="master")
+    assert shown_label(real) == real.label and "真实权重" in shown_label(real).in_("zh_CN")

@@ -27,6 +27,28 @@ STANDIN_VERDICT = _("stand-in weights with a planted next-token map (see 'How th
                     "about the model's quality.")
 
 
+def weights_label(kind: str, *, source: str = "", hub_id: str | None = None, revision: str | None = None,
+                  seed: int | None = None, sha256: str | None = None, path=None):
+    """The weights' label in every language (a :class:`~npu_tutorials.core.messages.Text`; the English is what
+    results documents store): real with hub id and revision (or path) and where it came from, or the stand-in's
+    seed and checksum."""
+    if kind == "real":
+        ref = f"{hub_id}@{revision}" if hub_id else str(path)
+        return _("real weights: {ref} (from {source})", ref=ref, source=source)
+    return _("stand-in: official config and tokenizer, bf16 weights with a planted next-token map, seed {seed}, "
+             "sha256 {sha256}", seed=seed, sha256=(sha256 or "")[:12])
+
+
+def shown_label(info) -> str:
+    """A recorded weights section's label (``provenance.weights``) in every language: :func:`weights_label` of
+    its fields where that gives exactly the recorded English, else the recorded label as it is."""
+    if info.kind == "real" and not info.hub_id:
+        return info.label  # a local folder: its path is in the label only
+    again = weights_label(info.kind, source=info.source, hub_id=info.hub_id, revision=info.revision, seed=info.seed,
+                          sha256=info.sha256)
+    return again if again == info.label else info.label
+
+
 @dataclass(frozen=True)
 class Weights:
     path: Path
@@ -42,11 +64,9 @@ class Weights:
         return self.kind == "real"
 
     def label(self) -> str:
-        if self.is_real:
-            ref = f"{self.hub_id}@{self.revision}" if self.hub_id else str(self.path)
-            return f"real weights: {ref} (from {self.source})"
-        return (f"stand-in: official config and tokenizer, bf16 weights with a planted next-token map, seed {self.seed}, "
-                f"sha256 {self.sha256[:12]}")
+        """What the page and the results document call these weights (:func:`weights_label`)."""
+        return weights_label(self.kind, source=self.source, hub_id=self.hub_id, revision=self.revision,
+                             seed=self.seed, sha256=self.sha256, path=self.path)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core.messages import LANGS, N_, _, in_
 from ..inputs.cards import load_card
+from ..inputs.weights import shown_label
 
 
 def page_lang(app) -> str:
@@ -84,7 +85,7 @@ def build_banner(doc, lang: str = "en") -> str:
     if not (on_cpu or stand_in):
         return ""
     what = _(BUILT[on_cpu, stand_in])
-    weights = p.weights.label if p.weights else _("unknown weights")
+    weights = shown_label(p.weights) if p.weights else _("unknown weights")
     body = _(BODY[on_cpu, stand_in], device=p.device, weights=weights)
     return CI_BUILD_BANNER.format(title=in_(_("Built {what}", what=what), lang), body=in_(body, lang))
 

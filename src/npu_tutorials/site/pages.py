@@ -6,6 +6,7 @@ from __future__ import annotations
 from .banners import build_banner, page_lang
 from ..core.messages import _, in_
 from ..inputs.cards import load_card
+from ..inputs.weights import shown_label
 
 
 BANNER_MARK = "<!-- build-banner -->"
@@ -43,7 +44,7 @@ def landing_markdown(now=None, lang: str = "en") -> tuple[str, str, str]:
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
     if built:
         table += "\n\n" + in_(_("Weights used by this build:"), lang) + "\n\n" + "\n".join(
-            f"- {c.name}: {d.provenance.weights.label if d.provenance.weights else in_(_('unknown'), lang)} "
+            f"- {c.name}: {in_(shown_label(d.provenance.weights), lang) if d.provenance.weights else in_(_('unknown'), lang)} "
             f"({d.provenance.backend}, {d.provenance.status})" for c, d in built)
     banners = [build_banner(d, lang) for _c, d in built]
     banner = ""

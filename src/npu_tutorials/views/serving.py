@@ -9,6 +9,7 @@ from ..engine.bench import SUMMARY_ROWS
 from ..record.headline import headline_figures
 from ..core.messages import _, sentences
 from ..core.tables import Table, fmt
+from ..inputs.weights import shown_label
 from .base import BaseViews
 
 
@@ -58,7 +59,7 @@ class BuildViews(BaseViews):
     def weights(self) -> Table:
         """Which weights this build used (real with id and revision, or stand-in with seed)."""
         w = self.prov.weights
-        rows = [[_("weights"), w.label], [_("kind"), self._weights_kind(w.kind)], [_("source"), w.source]]
+        rows = [[_("weights"), shown_label(w)], [_("kind"), self._weights_kind(w.kind)], [_("source"), w.source]]
         rows += [[k, fmt(v) if not isinstance(v, list) else ", ".join(map(str, v))] for k, v in w.config.items()]
         note = ("" if w.kind == "real" else
                 _("Stand-in weights: generated text follows a planted next-token map, not language, and task "
@@ -108,7 +109,7 @@ class BuildViews(BaseViews):
         """Where, when and with what every number on the page was measured."""
         p = self.prov
         rows = [[_("built at"), p.built_at], ["git commit", p.git_commit], [_("backend"), p.backend],
-                [_("device"), p.device], [_("weights"), p.weights.label if p.weights else "–"],
+                [_("device"), p.device], [_("weights"), shown_label(p.weights) if p.weights else "–"],
                 [_("profile"), p.profile], [_("engine dtype"), p.engine_dtype], [_("status"), p.status],
                 [_("wall time"), f"{p.wall_time_s:.0f} s"],
                 [_("versions"), ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
