@@ -135,3 +135,17 @@ def test_a_recorded_weights_label_reads_in_both_languages_and_stays_the_recorded
     real = WeightsInfo(kind="real", source="modelscope", label="real weights: Qwen/Qwen2.5-0.5B@master (from modelscope)",
                        hub_id="Qwen/Qwen2.5-0.5B", revision="master")
     assert shown_label(real) == real.label and "真实权重" in shown_label(real).in_("zh_CN")
+
+
+def test_a_stored_sentence_is_read_back_into_its_message():
+    from npu_tutorials.core.messages import reread
+    from npu_tutorials.engine import commands as C
+
+    stored = C.ACCURACY_ENGINE.format(want="bfloat16", dtype="float32")  # as the build stores it, in English
+    shown = reread(stored, C.BUILD_CHANGES)
+    assert shown == stored and "bfloat16" in shown.in_("zh_CN") and shown.in_("zh_CN") != stored
+    assert reread(C.CPU_MAX_LEN.format(max_len=8192), C.BUILD_CHANGES).in_("zh_CN").count("8192") == 1
+    # a field repeated in its template must read back the same both times; a sentence of no template: as it is
+    odd = "the engine-vs-reference checks ran on a bfloat16 engine started for them (the same command with " \
+          "--dtype float16); the performance figures come from the float32 engine"
+    assert reread(odd, C.BUILD_CHANGES) == odd and not hasattr(reread(odd, C.BUILD_CHANGES), "tr")

@@ -121,6 +121,25 @@ def join(sep: str, parts: Iterable[Any]) -> Text:
                 {lang: in_(sep, lang).join(in_(p, lang) for p in parts) for lang in LANGS[1:]})
 
 
+def reread(stored: str, templates: Iterable[str]) -> Text | str:
+    """An English sentence a results document stores (made from one of ``templates``, messages marked with
+    ``N_()`` where the sentence is made), shown in every language: the first template whose English it is,
+    filled with the parts read back from it; the stored sentence as it is when none matches."""
+    import re
+    import string
+
+    for template in templates:
+        pattern, seen = [], set()
+        for text, name, _spec, _conv in string.Formatter().parse(template):
+            pattern.append(re.escape(text))
+            if name:
+                pattern.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+                seen.add(name)
+        if m := re.fullmatch("".join(pattern), stored, re.S):
+            return _(template, **m.groupdict())
+    return stored
+
+
 SENTENCE_GAP = Text(" ", {"zh_CN": ""})  # between two sentences: a space in English, none after Chinese 。
 
 

@@ -16,8 +16,21 @@ from typing import Mapping, Sequence
 from . import devices
 from ..inputs.cards import Card
 from .server import ENGINE_READY_TIMEOUT_S
+from ..core.messages import N_
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+# How this build's server command differs from the card's copy-paste one (results.conditions.build_changes,
+# stored in English; the pages show them in every language with core.messages.reread)
+CPU_EAGER = N_("--enforce-eager on the CPU build (graph compilation would add minutes to every build); "
+               "accelerator builds compile graphs as the card says")
+EAGER_FOR = N_("--enforce-eager: {why}")
+CPU_MAX_LEN = N_("--max-model-len {max_len} on the CPU build (the server's KV cache and the fp32 reference must "
+                 "share this machine's RAM)")
+DTYPE_FOR = N_("--dtype {dtype}: {why}")
+ACCURACY_ENGINE = N_("the engine-vs-reference checks ran on a {want} engine started for them (the same command "
+                     "with --dtype {want}); the performance figures come from the {dtype} engine")
+BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE)
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.

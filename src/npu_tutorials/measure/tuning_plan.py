@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import math
 import os
-import re
-import string
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..core.messages import N_, Text, _
+from ..core.messages import N_, Text, _, reread
 from ..inputs.knobs import combinable, in_effect, merge, preloaded, resolve_env
 
 EAGER = N_("report's conditions (eager)")
@@ -193,12 +191,7 @@ def config_label(name: str) -> Text | str:
 def why_text(why: str) -> Text | str:
     """Why a knob was not measured (stored in English, one of the ``SKIP_*`` sentences) as a text to show;
     a sentence of none of those forms as it is."""
-    for template in (SKIP_PROFILE, SKIP_DEVICES, SKIP_MISSING, SKIP_ALREADY, SKIP_FAILED):
-        pattern = "".join(re.escape(text) + (f"(?P<{name}>.+?)" if name else "")
-                          for text, name, _spec, _conv in string.Formatter().parse(template))
-        if m := re.fullmatch(pattern, why, re.S):
-            return _(template, **m.groupdict())
-    return why
+    return reread(why, (SKIP_PROFILE, SKIP_DEVICES, SKIP_MISSING, SKIP_ALREADY, SKIP_FAILED))
 
 
 def measured_best(docs: Sequence) -> tuple | None:

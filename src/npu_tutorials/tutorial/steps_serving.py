@@ -12,6 +12,7 @@ import time
 
 from ..measure import accuracy
 from ..engine import bench
+from ..engine import commands as C
 from ..engine.commands import format_command, server_argv
 from ..core.errors import TutorialError
 from ..engine.isolated import run_group
@@ -86,17 +87,15 @@ class ServingSteps:
         if self.s.backend == "cpu" and not self.s.card.serve.enforce_eager:
             # torch.compile on the CPU adds minutes to every page build; the copy-paste commands keep graphs
             extra.append("--enforce-eager")
-            changes.append("--enforce-eager on the CPU build (graph compilation would add minutes "
-                           "to every build); accelerator builds compile graphs as the card says")
+            changes.append(C.CPU_EAGER)
         elif self.s.eager_required and not self.s.card.serve.enforce_eager:
             extra.append("--enforce-eager")
-            changes.append(f"--enforce-eager: {self.s.dtype_note}")
+            changes.append(C.EAGER_FOR.format(why=self.s.dtype_note))
         max_len = self.s.card.serve.cpu_max_model_len if self.s.backend == "cpu" else None
         if max_len:
-            changes.append(f"--max-model-len {max_len} on the CPU build (the server's KV cache and the "
-                           "fp32 reference must share this machine's RAM)")
+            changes.append(C.CPU_MAX_LEN.format(max_len=max_len))
         if dtype != self.s.card.serve.dtype:
-            changes.append(f"--dtype {dtype}: {self.s.dtype_note}")
+            changes.append(C.DTYPE_FOR.format(dtype=dtype, why=self.s.dtype_note))
         argv = server_argv(self.s.card, self.s.serve_path, self.s.backend, host=HOST, port=port, extra=extra,
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
@@ -146,8 +145,7 @@ class ServingSteps:
         srv.stop()
         self.launch(want, f"server restart in {want} for the {role} steps")
         if role == "accuracy":
-            note = (f"the engine-vs-reference checks ran on a {want} engine started for them (the same command "
-                    f"with --dtype {want}); the performance figures come from the {self.s.dtype} engine")
+            note = C.ACCURACY_ENGINE.format(want=want, dtype=self.s.dtype)
             if note not in self.s.results.conditions.build_changes:
                 self.s.results.conditions.build_changes.append(note)
         return self.s.server

@@ -8,9 +8,10 @@ the CPU).  They stay on the page as a record, in a collapsed block; the commands
 
 from __future__ import annotations
 
+from ..engine.commands import BUILD_CHANGES
 from ..engine.deploy import curl_text
 from ..core.errors import TutorialError
-from ..core.messages import N_, Text, _, html, join
+from ..core.messages import N_, Text, _, html, join, reread
 from .base import BaseViews
 
 NOT_FOR_COPYING = N_("The commands of this page's own build, for the record, not for copying: they point at this "
@@ -53,7 +54,8 @@ class DeployViews(BaseViews):
             notes = [_("# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page"),
                      _("# <weights>: this build's weights folder")]
             if r.conditions is not None:
-                notes += [f"# {c}" for c in r.conditions.build_changes]  # recorded in English
+                # recorded in English, shown in every language (the sentences engine.commands.BUILD_CHANGES makes)
+                notes += ["# " + reread(c, BUILD_CHANGES) for c in r.conditions.build_changes]
             notes.append(_("# ready after {seconds:.0f} s; models: {models}", seconds=s.startup_s,
                            models=", ".join(s.models)))
             return [(_("the server"), f"{s.command}\n" + join("\n", notes))]
