@@ -39,6 +39,11 @@ def weights_label(kind: str, *, source: str = "", hub_id: str | None = None, rev
              "sha256 {sha256}", seed=seed, sha256=(sha256 or "")[:12])
 
 
+def kind_label(kind: str) -> str:
+    """A weights kind ("real", "stand-in"; stored in English) as a reader reads it, in every language."""
+    return {"real": _("real"), "stand-in": _("stand-in")}.get(kind, kind)
+
+
 def shown_label(info) -> str:
     """A recorded weights section's label (``provenance.weights``) in every language: :func:`weights_label` of
     its fields where that gives exactly the recorded English, else the recorded label as it is."""

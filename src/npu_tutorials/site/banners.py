@@ -6,16 +6,9 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from ..core.messages import LANGS, N_, _, in_
+from ..core.messages import N_, _, in_
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
-
-
-def page_lang(app) -> str:
-    """The language of this Sphinx pass (``-D language=zh_CN``: the Chinese one): one of
-    :data:`~npu_tutorials.core.messages.LANGS`, the first for anything else (and without an app)."""
-    lang = getattr(getattr(app, "config", None), "language", None) or LANGS[0]
-    return lang if lang in LANGS else LANGS[0]
 
 
 NOT_EXECUTED_BANNER = """
@@ -99,7 +92,7 @@ def _insert_after_title(text: str, block: str) -> str:
 def add_banners(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: label a tutorial page that this build did not execute, or that it built on
     a CPU or with stand-in weights."""
-    from .i18n import extracting
+    from .i18n import extracting, page_lang
 
     lang = page_lang(app)
     text = source[0]

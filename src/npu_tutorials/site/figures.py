@@ -88,10 +88,10 @@ def scrape(block, block_vars: dict[str, Any], gallery_conf: dict[str, Any]) -> s
 def figures_in_language(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``, the other language's pass: a gallery page shows the figures drawn in its
     language (the image references whose :func:`localized` file exists)."""
-    from .i18n import extracting
+    from .i18n import extracting, page_lang
 
-    lang = getattr(app.config, "language", None) or LANGS[0]
-    if lang not in LANGS[1:] or extracting(app) or "sphx_glr_" not in source[0]:
+    lang = page_lang(app)
+    if lang == LANGS[0] or extracting(app) or "sphx_glr_" not in source[0]:
         return
     source[0] = localize_images(source[0], lang, Path(app.srcdir), Path(app.srcdir, docname).parent)
 

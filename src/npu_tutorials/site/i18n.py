@@ -21,6 +21,15 @@ import re
 TIMING = re.compile(r"^[ \t]*\*\*Total running time of the script:\*\*.*$", re.M)
 
 
+def page_lang(app) -> str:
+    """The language of this Sphinx pass (``-D language=zh_CN``: the Chinese one): one of
+    :data:`~npu_tutorials.core.messages.LANGS`, the first for anything else (and without an app)."""
+    from ..core.messages import LANGS
+
+    lang = getattr(getattr(app, "config", None), "language", None) or LANGS[0]
+    return lang if lang in LANGS else LANGS[0]
+
+
 def translation_pass() -> bool:
     """This Sphinx run builds the second language from the first one's pages (``TUTORIAL_TRANSLATION_PASS``):
     it executes no tutorial, invalidates none, and writes no plan."""
@@ -50,8 +59,8 @@ def comments_in_language(app, relative_path, parent_docname: str, content: list[
     from ..core.messages import LANGS, _
     from ..engine.deploy import COMMENTS
 
-    lang = getattr(app.config, "language", None) or LANGS[0]
-    if lang not in LANGS[1:] or extracting(app):
+    lang = page_lang(app)
+    if lang == LANGS[0] or extracting(app):
         return
     for comment in COMMENTS:
         content[0] = content[0].replace(f"# {comment}", f"# {_(comment).in_(lang)}")

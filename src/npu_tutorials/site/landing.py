@@ -12,6 +12,7 @@ import datetime as dt
 
 from ..core.messages import N_, _, in_
 from ..inputs.cards import Card
+from ..inputs.weights import kind_label
 from ..record.headline import accuracy_verdict, headline_figures, staleness
 from ..record.schema import ResultsDoc
 
@@ -27,7 +28,6 @@ CHECKS = [  # (label, predicate on the card)
     (N_("tuning (graph mode, knobs)"), lambda c: getattr(c, "tuning", None) is not None),
 ]
 FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms")  # the headline figures a cell shows
-WEIGHTS = (N_("stand-in"), N_("real"))  # the weights kinds (stored in English)
 
 
 def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt.datetime | None,
@@ -40,7 +40,7 @@ def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt
     h = headline_figures(doc)
     kind = p.weights.kind if p.weights else "?"
     parts = [f"{{doc}}`{in_(_('executed'), lang)} </{link}>`" if link else _("executed"),
-             _(kind) if kind in WEIGHTS else kind]
+             kind_label(kind)]
     parts += [h[k].short() for k in FIGURES if k in h]
     verdict = accuracy_verdict(doc)
     if verdict != "–":

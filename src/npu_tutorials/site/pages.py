@@ -3,7 +3,8 @@ costs of each step, the methods figures), filled in when Sphinx reads those page
 
 from __future__ import annotations
 
-from .banners import build_banner, page_lang
+from .banners import build_banner
+from .i18n import page_lang
 from ..core.messages import _, in_
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label

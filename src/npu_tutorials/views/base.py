@@ -93,11 +93,6 @@ class BaseViews:
         return _("{backend} engine, {dtype}", backend=self.backend,
                  dtype=getattr(section, 'engine_dtype', '') or self.dtype)
 
-    @staticmethod
-    def _weights_kind(kind: str) -> str:
-        """A weights kind ("real", "stand-in") as a reader reads it; the stored value stays as it is."""
-        return {"real": _("real"), "stand-in": _("stand-in")}.get(kind, kind)
-
     @property
     def stand_in_caveat(self) -> str:
         return "" if self.real else STANDIN_VERDICT  # a message already (inputs.weights)

@@ -6,6 +6,7 @@ from ..checks.gate import Noise, gate
 from ..record.headline import METRICS, accuracy_verdict, headline_figures, staleness
 from ..record.schema import ResultsDoc
 from ..core.messages import _
+from ..inputs.weights import kind_label
 from ..core.tables import Table
 from .base import BaseViews
 
@@ -23,7 +24,7 @@ class CompareViews(BaseViews):
         heads = [headline_figures(d) for d in docs]
         rows = [[_("device"), *[d.provenance.device for d in docs]],
                 ["backend, dtype", *[f"{d.provenance.backend}, {d.provenance.engine_dtype}" for d in docs]],
-                [_("weights"), *[self._weights_kind(d.provenance.weights.kind) if d.provenance.weights else "–"
+                [_("weights"), *[kind_label(d.provenance.weights.kind) if d.provenance.weights else "–"
                                  for d in docs]],
                 [_("profile"), *[d.provenance.profile for d in docs]],
                 [_("date"), *[d.provenance.built_at[:10] for d in docs]],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import plots
 from ..core.errors import TutorialError
-from ..core.messages import _, join
+from ..core.messages import _, join, sentences
 from ..core.tables import Table
 from .base import BaseViews
 
@@ -141,7 +141,7 @@ class TuningViews(BaseViews):
                       _("vs graph mode")], rows,
                      caption=_("The report's conditions beside a tuned deployment, {how}",
                                how=_("recorded by an earlier build") if recorded else _("measured in this build")),
-                     note=join(" ", notes))
+                     note=sentences(notes))
 
     def _skipped_knobs(self, t) -> dict[str, str]:
         """For documents that predate ``skipped``: the knobs of this backend with no row."""

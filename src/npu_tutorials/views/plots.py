@@ -79,6 +79,8 @@ def in_every_language(fn):
         return fig
 
     return draw
+
+
 @in_every_language
 def latency_distributions(bench, title: str, lang: str = "en"):
     """Per-request TTFT, TPOT and all inter-token latencies of one benchmark run (a Benchmark section)."""

@@ -9,7 +9,7 @@ from ..engine.bench import SUMMARY_ROWS
 from ..record.headline import headline_figures
 from ..core.messages import _, sentences
 from ..core.tables import Table, fmt
-from ..inputs.weights import shown_label
+from ..inputs.weights import kind_label, shown_label
 from .base import BaseViews
 
 
@@ -59,7 +59,7 @@ class BuildViews(BaseViews):
     def weights(self) -> Table:
         """Which weights this build used (real with id and revision, or stand-in with seed)."""
         w = self.prov.weights
-        rows = [[_("weights"), shown_label(w)], [_("kind"), self._weights_kind(w.kind)], [_("source"), w.source]]
+        rows = [[_("weights"), shown_label(w)], [_("kind"), kind_label(w.kind)], [_("source"), w.source]]
         rows += [[k, fmt(v) if not isinstance(v, list) else ", ".join(map(str, v))] for k, v in w.config.items()]
         note = ("" if w.kind == "real" else
                 _("Stand-in weights: generated text follows a planted next-token map, not language, and task "
