@@ -61,7 +61,7 @@ $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requir
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
 
 html: venv
-	@$(RUN) $(PREFLIGHT)
+	@$(RUN) $(PREFLIGHT) --prepare
 	$(RUN) $(SPHINX)
 	$(if $(SHARD),@true,$(RUN) $(TRANSLATE))
 	@$(RUN) $(CHECK) --built $(if $(SHARD),,--lang2 $(LANG2))

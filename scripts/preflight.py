@@ -3,6 +3,10 @@
 
 Each problem is reported as one line (exit 2), so a bad setting never
 surfaces as a traceback in the middle of a build.
+
+``--prepare`` (``make html``) then builds the stand-ins (and conversions) of the tutorials this build
+executes, several at once (npu_tutorials.site.prepare), and records what that cost in
+``<build dir>/preparation.json`` for the build-costs page.
 """
 
 import os
@@ -44,7 +48,28 @@ def main() -> int:
         w = resolve_weights(card, mode, build_standin=False)
         what = w.label() if w else f"stand-in (seed {card.stand_in.seed}, built or reused at build time)"
         print(f"preflight: {stem}: backend {backend}, profile {profile}, weights: {what}")
+    if "--prepare" in sys.argv[1:]:
+        prepare_for_build(backend)
     return 0
+
+
+def prepare_for_build(backend: str) -> None:
+    """The stand-ins of the tutorials that this build executes (selected, in this shard, fitting the hardware,
+    and changed since their last run), made before Sphinx starts."""
+    from npu_tutorials.site.prepare import prepare, write_record
+    from npu_tutorials.site.rerun import will_execute
+    from npu_tutorials.site.selection import build_hardware, select
+
+    gallery_out = Path(__file__).resolve().parents[1] / "docs" / "source" / "tutorials" / "models"
+    sel = select(build_hardware(backend), os.environ.get("TUTORIAL_ONLY", ""), os.environ.get("TUTORIAL_SHARD"))
+    keys = {stem: key for stem, key in tutorials().items() if stem in sel.execute}
+    keys = [key for stem, key in keys.items() if will_execute(stem, key, gallery_out)]
+    prep = prepare(keys, say=lambda line: print(f"preflight: {line}", flush=True))
+    if prep is None:
+        return
+    path = write_record(prep)
+    print(f"preflight: prepared {len(prep.jobs)} checkpoint(s), {prep.workers} at a time, in {prep.wall_s:.1f} s "
+          f"({path})", flush=True)
 
 
 if __name__ == "__main__":

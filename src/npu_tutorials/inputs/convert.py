@@ -241,14 +241,20 @@ def _source_key(src: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def ensure_converted(src: Path, cache_dir: Path | None = None) -> Path:
-    """The cached Qwen2-layout conversion of ``src`` (converted once)."""
+def converted_path(src: Path, cache_dir: Path | None = None) -> Path:
+    """Where :func:`ensure_converted` keeps (or will keep) the conversion of ``src``."""
     from .cache import cache_root
 
     src = Path(src)
+    return Path(cache_dir or cache_root()) / "converted" / f"{src.name}-qwen2-{_source_key(src)}"
+
+
+def ensure_converted(src: Path, cache_dir: Path | None = None) -> Path:
+    """The cached Qwen2-layout conversion of ``src`` (converted once)."""
+    src = Path(src)
     check_qwen_checkpoint(src)
-    root = Path(cache_dir or cache_root()) / "converted"
-    final = root / f"{src.name}-qwen2-{_source_key(src)}"
+    final = converted_path(src, cache_dir)
+    root = final.parent
     if (final / MARKER).is_file():
         return final
     root.mkdir(parents=True, exist_ok=True)

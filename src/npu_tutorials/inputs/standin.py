@@ -91,6 +91,12 @@ def standin_name(card: Card, *, config: dict[str, Any] | None = None, seed: int 
     return f"{card.key}{'-' + label if label else ''}-seed{seed}-{_spec_hash(config, _copied_files(card), seed)}"
 
 
+def standin_path(card: Card, *, config: dict[str, Any] | None = None, seed: int | None = None,
+                 cache_dir: Path | None = None, label: str = "") -> Path:
+    """Where :func:`ensure_standin` keeps (or will keep) the stand-in for ``card``."""
+    return Path(cache_dir or cache_root()) / "standins" / standin_name(card, config=config, seed=seed, label=label)
+
+
 def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: int | None = None,
                    cache_dir: Path | None = None, label: str = "", progress=None) -> StandInInfo:
     """Return the cached stand-in for ``card`` (building it once if needed).
@@ -99,10 +105,9 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
     """
     config = config or card.config
     seed = card.stand_in.seed if seed is None else seed
-    name = standin_name(card, config=config, seed=seed, label=label)
+    final = standin_path(card, config=config, seed=seed, cache_dir=cache_dir, label=label)
+    name, root = final.name, final.parent
     copied = _copied_files(card)
-    root = Path(cache_dir or cache_root()) / "standins"
-    final = root / name
     if (final / MARKER).is_file():
         meta = json.loads((final / MARKER).read_text())
         return StandInInfo(final, meta["seed"], meta["weights_sha256"], meta["num_parameters"])

@@ -6,6 +6,8 @@ whatever the engine's backend.
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,11 +33,17 @@ def load_tokenizer(path: str):
 
 
 _MODEL: dict[str, object] = {}  # at most one model: path -> model
+_LOADING = threading.Lock()  # one load at a time: a caller waits for a load under way (loading_meanwhile)
 
 
 def load_model(path: str):
     """The model in fp32 on the CPU, eval mode (loaded once; tens of seconds at 1.8 B).  Another
     checkpoint's model is dropped first, so two are never held."""
+    with _LOADING:
+        return _load_model(path)
+
+
+def _load_model(path: str):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -50,9 +58,34 @@ def load_model(path: str):
     return _MODEL[path]
 
 
+@contextmanager
+def loading_meanwhile(path: str):
+    """Load the reference for ``path`` in a thread while the body runs (a server starting in other processes,
+    mostly on one core), and wait for it when the body ends, so the load never overlaps a later step.  A
+    load that fails is left to the first :func:`load_model` call to report."""
+
+    def load():
+        try:
+            load_model(path)
+        except Exception:  # noqa: BLE001 - the caller's own load_model() raises it where it is needed
+            pass
+
+    t = threading.Thread(target=load, name="reference-preload", daemon=True)
+    t.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise  # do not make Ctrl-C wait for a load
+    except BaseException:
+        t.join()
+        raise
+    t.join()
+
+
 def release() -> None:
     """Drop the loaded reference model (frees its memory before another large load)."""
-    _MODEL.clear()
+    with _LOADING:
+        _MODEL.clear()
     load_tokenizer.cache_clear()
     trim_memory()
 

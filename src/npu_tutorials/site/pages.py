@@ -64,13 +64,33 @@ def landing_markdown(now=None, lang: str = "en") -> tuple[str, str, str]:
 COSTS_MARK = "<!-- build-costs -->"
 
 
-def costs_markdown() -> str:
-    """Each tutorial's time per step in this build, from its results document."""
+def preparation_markdown(lang: str = "en") -> str:
+    """What the newest build here spent on its checkpoints before the tutorials ran (``preparation.json``,
+    written by ``scripts/preflight.py --prepare``), in ``lang``; '' when it made none."""
+    from .prepare import read_record
+
+    prep = read_record()
+    if prep is None:
+        return ""
+    out = [in_(_("**Before the tutorials** (the build of {built_at}): {n} checkpoint(s) made {workers} at a time "
+                 "in {wall:.0f} s, each in a process of its own; a tutorial then finds its checkpoint ready, so "
+                 "its weights step takes well under a second.", built_at=prep.built_at, n=len(prep.jobs),
+                 workers=prep.workers, wall=prep.wall_s), lang) + "\n",
+           "| " + in_(_("model"), lang) + " | " + in_(_("made"), lang) + " | " + in_(_("seconds"), lang)
+           + " |\n|---|---|---|"]
+    out += [f"| {j.model} | {' + '.join(in_(_(w), lang) for w in j.work)} | {j.seconds:.1f} |" for j in prep.jobs]
+    out.append("")
+    return "\n".join(out)
+
+
+def costs_markdown(lang: str = "en") -> str:
+    """The checkpoints made before the tutorials, then each tutorial's time per step in this build, from its
+    results document."""
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
     from ..record.results import read_doc, results_dir
 
-    out = []
+    out = [preparation_markdown(lang)]
     for stem, key in tutorials().items():
         path = results_dir() / f"{key}.json"
         try:
@@ -115,7 +135,7 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
     if extracting(app):
         return
     if COSTS_MARK in source[0]:
-        source[0] = source[0].replace(COSTS_MARK, costs_markdown())
+        source[0] = source[0].replace(COSTS_MARK, costs_markdown(page_lang(app)))
     if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):
         from ..checks.methods import margins_markdown, negative_controls_markdown, repeatability_markdown
 

@@ -71,3 +71,24 @@ def invalidate_changed_tutorials(gallery_dir: str | Path, digests: dict[str, str
         stamp.write_text(digest + "\n")
         changed.append(stem)
     return changed
+
+
+def will_execute(stem: str, key: str, gallery_out: str | Path) -> bool:
+    """Whether this build executes ``stem`` again (asked before Sphinx starts): its script changed since its
+    last successful run (sphinx-gallery's own MD5 test), its inputs changed (:func:`inputs_digest`), or
+    ``FORCE`` is set."""
+    import os
+
+    from sphinx_gallery.utils import get_md5sum
+
+    from ..inputs.gallery_index import gallery_dir
+
+    if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0"):
+        return True
+    d = Path(gallery_out)
+    md5, stamp = d / f"{stem}.py.md5", d / f"{stem}.inputs"
+    if not md5.is_file() or not stamp.is_file():
+        return True
+    if md5.read_text().strip() != get_md5sum(gallery_dir() / f"{stem}.py", mode="t"):
+        return True
+    return stamp.read_text().strip() != inputs_digest(key)

@@ -6,11 +6,12 @@ returns that section; the tables and plots are views (:mod:`.views`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 
-from ..measure import accuracy
+from ..measure import accuracy, reference
 from ..engine import bench
 from ..engine import commands as C
 from ..engine.commands import format_command, server_argv
@@ -72,7 +73,7 @@ class ServingSteps:
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
-        self.launch(self.s.dtype, "server start")
+        self.launch(self.s.dtype, "server start", meanwhile=self._reference_meanwhile())
         srv = self.s.server
         self.s.results.server = Server(command=self._shown_command(), base_url=srv.base_url,
                                        startup_s=round(srv.startup_s, 1), models=srv.models())
@@ -100,10 +101,21 @@ class ServingSteps:
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
 
+    def _reference_meanwhile(self):
+        """While the server starts (its processes import and load, mostly on one core), the fp32 reference that
+        this page's checks compare it with loads here, when they will use this server (same dtype)."""
+        acc = self.s.card.accuracy
+        uses_reference = acc is not None and any((acc.logits, acc.consistency, acc.qa, acc.greedy))
+        if not uses_reference or self.s.dtype != self.s.accuracy_dtype:
+            return contextlib.nullcontext()
+        return reference.loading_meanwhile(str(self.s.serve_path))
+
     def launch(self, dtype: str, step: str, *, graphs: bool = False, flags: list[str] = (),
-               env: dict[str, str] | None = None, model=None, label: str = "") -> VLLMServer:
+               env: dict[str, str] | None = None, model=None, label: str = "",
+               meanwhile=contextlib.nullcontext()) -> VLLMServer:
         """Start a server in ``dtype`` (the one running is replaced); ``graphs``: without --enforce-eager
-        (graph mode), ``flags`` and ``env`` added, ``model`` instead of the served checkpoint (the tuning steps)."""
+        (graph mode), ``flags`` and ``env`` added, ``model`` instead of the served checkpoint (the tuning steps);
+        ``meanwhile``: a context the start runs in (its work, done in this process, is part of the step)."""
         argv, port, changes = self.server_argv(dtype)
         if graphs:
             argv = [a for a in argv if a != "--enforce-eager"]
@@ -120,7 +132,7 @@ class ServingSteps:
             log_path=self.s.artifacts / f"server-{dtype}{label}.log",
             on_wait=lambda secs, line: self.s.progress.say(f"  waiting for the server ({secs:.0f} s): {line}"),
             stream=self.s.progress.out if verbose else None)
-        with self.s.step(step):
+        with self.s.step(step), meanwhile:
             self.s.server.start()
         return self.s.server
 
