@@ -73,7 +73,7 @@ class ServingSteps:
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
-        self.launch(self.s.dtype, "server start", meanwhile=self._reference_meanwhile())
+        self.launch(self.s.dtype, "server start", meanwhile=self._reference_meanwhile(self.s.dtype))
         srv = self.s.server
         self.s.results.server = Server(command=self._shown_command(), base_url=srv.base_url,
                                        startup_s=round(srv.startup_s, 1), models=srv.models())
@@ -101,12 +101,13 @@ class ServingSteps:
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
 
-    def _reference_meanwhile(self):
-        """While the server starts (its processes import and load, mostly on one core), the fp32 reference that
-        this page's checks compare it with loads here, when they will use this server (same dtype)."""
+    def _reference_meanwhile(self, dtype: str):
+        """While a server in ``dtype`` starts (its processes import and load, mostly on one core), the fp32
+        reference that this page's checks compare it with loads here, when they will use that server (it runs
+        in the checks' dtype)."""
         acc = self.s.card.accuracy
         uses_reference = acc is not None and any((acc.logits, acc.consistency, acc.qa, acc.greedy))
-        if not uses_reference or self.s.dtype != self.s.accuracy_dtype:
+        if not uses_reference or dtype != self.s.accuracy_dtype:
             return contextlib.nullcontext()
         return reference.loading_meanwhile(str(self.s.serve_path))
 
@@ -155,7 +156,8 @@ class ServingSteps:
         if self.s.server_dtype == want:
             return srv
         srv.stop()
-        self.launch(want, f"server restart in {want} for the {role} steps")
+        self.launch(want, f"server restart in {want} for the {role} steps",
+                    meanwhile=self._reference_meanwhile(want) if role == "accuracy" else contextlib.nullcontext())
         if role == "accuracy":
             note = C.ACCURACY_ENGINE.format(want=want, dtype=self.s.dtype)
             if note not in self.s.results.conditions.build_changes:
