@@ -435,7 +435,7 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
     assert p.returncode == 0, p.stderr
     calls = _calls(venv)
     ran = [c.split(" | ")[0] for c in calls]
-    assert ran[0] == "-m pytest -m not slow tests" and ran[1] == "scripts/preflight.py"
+    assert ran[0] == "-m pytest -m not slow tests" and ran[1] == "scripts/preflight.py --prepare"
     assert ran[2].startswith("-m sphinx -b html") and ran[3].startswith("-m sphinx -b html -D language=zh_CN")
     assert ran[4].startswith("scripts/check_site.py") and ran[4].endswith("--built --lang2 zh_CN")
     assert ran[5] == f"scripts/check_site.py --build-dir {build} --strict --lang2 zh_CN"
