@@ -126,6 +126,38 @@ def test_this_build_ran_is_collapsed_and_labelled():
         show.this_build_ran("offline")
 
 
+def test_the_cpu_build_runs_the_offline_script_in_process_and_says_so(tiny, tmp_path, monkeypatch):
+    """On the CPU build the offline script runs with VLLM_ENABLE_V1_MULTIPROCESSING=0 (its engine in its own
+    process: no engine and worker processes to start); the script is the reader's, and the page says how it
+    ran, in both languages.  The process is a fake (the build itself runs the real one)."""
+    from npu_tutorials.tutorial import Tutorial, steps_serving
+
+    monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("TUTORIAL_BACKEND", "cpu")
+    monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(tiny.path))
+    seen = {}
+
+    def fake_run_group(argv, *, env, timeout, what):
+        seen.update(argv=argv, env=env)
+        prompt = load_card("qwen2.5-0.5b").functional.prompt
+        return subprocess.CompletedProcess(argv, 0, stdout=f"{prompt} -> 'a reply'\n", stderr="")
+
+    monkeypatch.setattr(steps_serving, "run_group", fake_run_group)
+    tut = Tutorial("qwen2.5-0.5b")
+    try:
+        tut.prepare_weights()
+        out = tut.run_offline_example()
+    finally:
+        tut.stop()
+    assert seen["env"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in Path(seen["argv"][-1]).read_text()  # the reader's script
+    assert out.text == "a reply" and out.build_changes == [C.CPU_OFFLINE_IN_PROCESS]
+    shown = tut.show.serving.offline_output()
+    assert "(this build: VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in shown
+    assert "（本次构建：CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in shown.in_("zh_CN")
+    assert "# VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in repr(tut.show.this_build_ran("offline"))
+
+
 # -- slow: the CPU set, run --------------------------------------------------------------------------
 
 class Session:

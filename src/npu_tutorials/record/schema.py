@@ -146,6 +146,7 @@ class OfflineExample(StrictModel):
     prompt: str
     text: str
     wall_s: float
+    build_changes: list[str] = Field([], description="what this build changed in how the script ran, and why")
 
 
 class Functional(StrictModel):

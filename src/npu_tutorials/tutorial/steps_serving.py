@@ -51,6 +51,10 @@ class ServingSteps:
         log = self.s.artifacts / "offline_example.log"
         # vLLM logs to stdout by default; keep stdout for the example's own print()
         env = {**os.environ, **self.s.run_env, "VLLM_CONFIGURE_LOGGING": "0"}
+        changes = []
+        if self.s.backend == "cpu":
+            env.update(C.OFFLINE_ENV)
+            changes.append(C.CPU_OFFLINE_IN_PROCESS)
         t = time.monotonic()
         with self.s.step("offline example (vllm.LLM in its own process)"):
             proc = run_group([sys.executable, str(script)], env=env, timeout=timeout, what="the offline example")
@@ -61,7 +65,8 @@ class ServingSteps:
         from ..engine.deploy import offline_output
 
         out = OfflineExample(code=self.offline_example_code("<weights>"), prompt=self.s.card.functional.prompt,
-                             text=offline_output(self.s.card, proc.stdout), wall_s=round(time.monotonic() - t, 1))
+                             text=offline_output(self.s.card, proc.stdout), wall_s=round(time.monotonic() - t, 1),
+                             build_changes=changes)
         self.s.results.offline_example = out
         return out
 
