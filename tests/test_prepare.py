@@ -186,3 +186,27 @@ def test_a_failing_body_still_waits_for_the_load(fake_load):
         with reference.loading_meanwhile("ckpt"):
             raise RuntimeError("server died")
     assert not [t for t in threading.enumerate() if t.name == "reference-preload"]
+
+
+def test_only_the_tutorials_this_build_executes_get_their_checkpoints(tmp_path, monkeypatch):
+    """preflight asks sphinx-gallery's question before Sphinx starts: a page whose script and inputs are unchanged
+    since its last run is not executed, so its stand-in is not made."""
+    from sphinx_gallery.utils import get_md5sum
+
+    from npu_tutorials.inputs.gallery_index import gallery_dir
+    from npu_tutorials.site.rerun import inputs_digest, will_execute
+
+    monkeypatch.delenv("TUTORIAL_FORCE", raising=False)
+    stem, key = "qwen2_5_0_5b", "qwen2.5-0.5b"
+    assert will_execute(stem, key, tmp_path)  # never ran
+    (tmp_path / f"{stem}.py.md5").write_text(get_md5sum(gallery_dir() / f"{stem}.py", mode="t"))
+    (tmp_path / f"{stem}.inputs").write_text(inputs_digest(key) + "\n")
+    assert not will_execute(stem, key, tmp_path)
+    monkeypatch.setenv("TUTORIAL_FORCE", "1")
+    assert will_execute(stem, key, tmp_path)
+    monkeypatch.delenv("TUTORIAL_FORCE")
+    (tmp_path / f"{stem}.inputs").write_text("another digest\n")  # its card, the package or its weights changed
+    assert will_execute(stem, key, tmp_path)
+    (tmp_path / f"{stem}.inputs").write_text(inputs_digest(key) + "\n")
+    (tmp_path / f"{stem}.py.md5").write_text("0" * 32)  # its script changed
+    assert will_execute(stem, key, tmp_path)
