@@ -182,7 +182,7 @@ class VLLMServer:
             if time.monotonic() > deadline:
                 raise TutorialError(f"the vLLM server did not answer /v1/models within {self.startup_timeout:.0f} s; "
                                     f"last lines of {self.log_path}:\n{tail(self.log_path)}")
-            time.sleep(1.0)
+            time.sleep(0.25)
 
     # -- a server that dies while in use ------------------------------------------------
     @property
