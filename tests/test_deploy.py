@@ -155,7 +155,9 @@ def test_the_cpu_build_runs_the_offline_script_in_process_and_says_so(tiny, tmp_
     shown = tut.show.serving.offline_output()
     assert "(this build: VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in shown
     assert "（本次构建：CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in shown.in_("zh_CN")
-    assert "# VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in repr(tut.show.this_build_ran("offline"))
+    ran = tut.show.this_build_ran("offline")
+    assert "# VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in repr(ran)
+    assert "# CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in ran._repr_html_()
 
 
 # -- slow: the CPU set, run --------------------------------------------------------------------------

@@ -138,19 +138,30 @@ def workers_for(jobs: list[Job], cpus: int | None = None, memory: int | None = N
 
 
 def _run(job: Job, threads: int, say) -> Done:
-    from ..engine.isolated import run_group
+    """One job in a worker process.  The worker stays in the build's process group, so Ctrl-C stops it with the
+    build, and it is killed if this process dies (``kill_with_parent``)."""
+    import subprocess
+
+    from ..engine.processes import kill_with_parent
 
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     say(f"preparing: {job.model}: {' and '.join(job.work)} ...")
-    proc = run_group([sys.executable, "-m", "npu_tutorials.site.prepare", job.model], env=env,
-                     timeout=JOB_TIMEOUT_S, what=f"preparing {job.model}")
+    proc = subprocess.Popen([sys.executable, "-m", "npu_tutorials.site.prepare", job.model], env=env, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=kill_with_parent)
+    try:
+        out, err = proc.communicate(timeout=JOB_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise TutorialError(f"preparing {job.model} did not finish in {JOB_TIMEOUT_S:g} s; it was killed") from None
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        last = (err.strip().splitlines() or ["(no output)"])[-1]
         raise TutorialError(f"preparing {job.model} ({' and '.join(job.work)}) failed (exit {proc.returncode}): "
                             f"{last}")
-    done = Done(**json.loads(proc.stdout.strip().splitlines()[-1]))
+    done = Done(**json.loads(out.strip().splitlines()[-1]))
     say(f"preparing: {job.model}: {' and '.join(job.work)} done in {done.seconds:.1f} s")
     return done
 

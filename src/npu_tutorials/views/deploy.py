@@ -49,7 +49,7 @@ class DeployViews(BaseViews):
             o = self.need("offline_example")
             notes = ["# " + reread(c, BUILD_CHANGES) for c in o.build_changes]
             return [(_("the offline vllm.LLM script, run as its own Python process ({seconds:.0f} s, engine "
-                       "start included)", seconds=o.wall_s), "\n".join([*notes, o.code]) if notes else o.code)]
+                       "start included)", seconds=o.wall_s), join("\n", [*notes, o.code]) if notes else o.code)]
         if part == "server":
             s = self.need("server")
             notes = [_("# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page"),
