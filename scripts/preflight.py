@@ -56,14 +56,14 @@ def main() -> int:
 def prepare_for_build(backend: str) -> None:
     """The stand-ins of the tutorials that this build executes (selected, in this shard, fitting the hardware,
     and changed since their last run), made before Sphinx starts."""
+    from npu_tutorials.inputs.gallery_index import GALLERY_OUT
     from npu_tutorials.site.prepare import prepare, write_record
     from npu_tutorials.site.rerun import will_execute
     from npu_tutorials.site.selection import build_hardware, select
 
-    gallery_out = Path(__file__).resolve().parents[1] / "docs" / "source" / "tutorials" / "models"
     sel = select(build_hardware(backend), os.environ.get("TUTORIAL_ONLY", ""), os.environ.get("TUTORIAL_SHARD"))
     keys = {stem: key for stem, key in tutorials().items() if stem in sel.execute}
-    keys = [key for stem, key in keys.items() if will_execute(stem, key, gallery_out)]
+    keys = [key for stem, key in keys.items() if will_execute(stem, key, GALLERY_OUT)]
     prep = prepare(keys, say=lambda line: print(f"preflight: {line}", flush=True))
     if prep is None:
         return

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from npu_tutorials.core.errors import TutorialError, run_cli  # noqa: E402
 
-GALLERY_OUT = ROOT / "docs" / "source" / "tutorials" / "models"
+from npu_tutorials.inputs.gallery_index import GALLERY_OUT  # noqa: E402
 
 
 def main() -> int:

@@ -15,6 +15,7 @@ import pytest
 from npu_tutorials.site import prepare as P
 from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.inputs.convert import MARKER as CONVERTED, converted_path
+from npu_tutorials.inputs.layouts import num_parameters
 from npu_tutorials.inputs.standin import MARKER, ensure_standin, standin_path, tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +47,7 @@ def test_what_a_build_makes_before_its_tutorials(cache, qwen_tiny):
     # nothing cached: the stand-in, and for an architecture vLLM no longer has, its conversion too
     assert P.needed(palmyra).work == [P.STANDIN]
     assert P.needed(qwen).work == [P.STANDIN, P.CONVERSION]
-    assert P.needed(qwen).parameters == P.num_parameters(qwen.config) > 1.7e9
+    assert P.needed(qwen).parameters == num_parameters(qwen.config) > 1.7e9
     # a cached stand-in needs nothing more; a cached one still unconverted needs its conversion only
     (standin_path(palmyra)).mkdir(parents=True)
     (standin_path(palmyra) / MARKER).write_text("{}")

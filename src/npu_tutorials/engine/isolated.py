@@ -123,7 +123,7 @@ def _run_group(argv, *, timeout, env, cwd, what) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(list(argv), proc.returncode, out.read(), err.read())
 
 
-def _child_env(env: dict[str, str] | None) -> dict[str, str]:
+def child_env(env: dict[str, str] | None) -> dict[str, str]:
     e = dict(os.environ if env is None else env)
     parts = [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p]
     if SRC_DIR not in parts:
@@ -150,10 +150,10 @@ def call(target: str, *args: Any, timeout: float = 600.0, env: dict[str, str] | 
                        "preload": list(preload)})
     with tempfile.TemporaryDirectory(prefix="isolated-") as tmp:
         result = Path(tmp) / "result.json"
-        child_env = _child_env(env)
-        child_env[RESULT_ENV] = str(result)
+        env_ = child_env(env)
+        env_[RESULT_ENV] = str(result)
         proc = run_group([python or sys.executable, "-m", "npu_tutorials.engine.isolated", spec], timeout=timeout,
-                         env=child_env, what=what)
+                         env=env_, what=what)
         if proc.returncode != 0:
             raise IsolatedError(f"{what} failed in its own process (exit {proc.returncode}): "
                                 f"{_last_line(proc.stderr)}", last_lines(proc.stderr), proc.returncode)

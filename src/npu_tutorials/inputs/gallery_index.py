@@ -9,6 +9,7 @@ from pathlib import Path
 from ..core.errors import TutorialError
 
 GALLERY = Path(__file__).resolve().parents[3] / "gallery"
+GALLERY_OUT = GALLERY.parent / "docs" / "source" / "tutorials" / "models"  # the pages sphinx-gallery generates
 
 
 def gallery_dir() -> Path:

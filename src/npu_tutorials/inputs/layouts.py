@@ -140,6 +140,13 @@ LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "Qwen3ForCausal
                                "QWenLMHeadModel": QWenLayout()}
 
 
+def num_parameters(config: dict[str, Any]) -> int:
+    """Parameters of a checkpoint with ``config``, counted from its layout's tensor list."""
+    from math import prod
+
+    return sum(prod(shape) for _name, shape, _kind in for_config(config).parameters(config))
+
+
 def for_config(config: dict[str, Any]) -> Layout:
     arch = (config.get("architectures") or [None])[0]
     if arch not in LAYOUTS:

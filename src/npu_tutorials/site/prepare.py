@@ -59,18 +59,6 @@ class Preparation:
         return asdict(self)
 
 
-def num_parameters(config: dict) -> int:
-    from ..inputs import layouts
-
-    total = 0
-    for _name, shape, _kind in layouts.for_config(config).parameters(config):
-        n = 1
-        for d in shape:
-            n *= d
-        total += n
-    return total
-
-
 def _converted(card: Card) -> bool:
     from ..engine.commands import CONVERTED_ARCHS
 
@@ -94,6 +82,8 @@ def needed(card: Card, mode: str | None = None) -> Job | None:
         work.append(STANDIN)
     if _converted(card) and (work or not (converted_path(path) / CONVERTED).is_file()):
         work.append(CONVERSION)
+    from ..inputs.layouts import num_parameters
+
     return Job(card.key, num_parameters(card.config), work) if work else None
 
 
@@ -142,11 +132,10 @@ def _run(job: Job, threads: int, say) -> Done:
     build, and it is killed if this process dies (``kill_with_parent``)."""
     import subprocess
 
+    from ..engine.isolated import child_env
     from ..engine.processes import kill_with_parent
 
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    src = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_env({**os.environ, "OMP_NUM_THREADS": str(threads)})
     say(f"preparing: {job.model}: {' and '.join(job.work)} ...")
     proc = subprocess.Popen([sys.executable, "-m", "npu_tutorials.site.prepare", job.model], env=env, text=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from math import prod
-
 from . import plots
 from ..engine.bench import SUMMARY_ROWS
 from ..engine.commands import BUILD_CHANGES
@@ -70,7 +68,7 @@ class BuildViews(BaseViews):
 
     def properties(self) -> Table:
         """The model's property table, from the card and its config (inferred fields marked)."""
-        from ..inputs.layouts import for_config
+        from ..inputs.layouts import num_parameters
 
         cfg = self.card.config
         inferred = set(self.card.stand_in.inferred_fields)
@@ -79,7 +77,7 @@ class BuildViews(BaseViews):
             return _("{value} (inferred)", value=cfg[key]) if key in inferred else cfg[key]
 
         kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"])
-        nparams = sum(prod(shape) for _name, shape, _dtype in for_config(cfg).parameters(cfg))
+        nparams = num_parameters(cfg)
         hubs = (("ModelScope", self.card.hub.modelscope), ("Hugging Face", self.card.hub.huggingface))
         rows = [[_("architecture"), self.card.architecture],
                 [_("parameters (counted from the config)"), f"{nparams / 1e9:.3f} B"],
