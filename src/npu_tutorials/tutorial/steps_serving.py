@@ -53,7 +53,7 @@ class ServingSteps:
         env = {**os.environ, **self.s.run_env, "VLLM_CONFIGURE_LOGGING": "0"}
         changes = []
         if self.s.backend == "cpu":
-            env.update(C.OFFLINE_ENV)
+            env.update(C.IN_PROCESS_ENV)
             changes.append(C.CPU_OFFLINE_IN_PROCESS)
         t = time.monotonic()
         with self.s.step("offline example (vllm.LLM in its own process)"):
@@ -102,6 +102,8 @@ class ServingSteps:
             changes.append(C.CPU_MAX_LEN.format(max_len=max_len))
         if dtype != self.s.card.serve.dtype:
             changes.append(C.DTYPE_FOR.format(dtype=dtype, why=self.s.dtype_note))
+        if self.s.worker_in_engine:
+            changes.append(C.CPU_WORKER_IN_ENGINE)
         argv = server_argv(self.s.card, self.s.serve_path, self.s.backend, host=HOST, port=port, extra=extra,
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
