@@ -160,57 +160,6 @@ def test_the_cpu_build_runs_the_offline_script_in_process_and_says_so(tiny, tmp_
     assert "# CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in ran._repr_html_()
 
 
-def test_the_cpu_build_starts_the_server_while_the_offline_example_runs(tiny, tmp_path, monkeypatch):
-    """On the CPU build the server's process starts before the offline example runs (each mostly imports vLLM on
-    one core); start_server() waits for that one, its start time counts from its spawn, and the page says so.
-    A script asking for other flags gets a server started again with them.  The server is a fake HTTP server
-    (test_progress.FAKE_SERVER), the offline example a fake process; the build runs the real ones."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_progress import FAKE_SERVER
-
-    from npu_tutorials.tutorial import Tutorial, steps_serving
-    from npu_tutorials.tutorial.state import TutorialState
-
-    monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("TUTORIAL_BACKEND", "cpu")
-    monkeypatch.setenv("TUTORIAL_MODEL_PATH_QWEN2_5_0_5B", str(tiny.path))
-    go = tmp_path / "go"
-    go.touch()
-    monkeypatch.setattr(steps_serving, "server_argv",
-                        lambda card, model, backend, *, host, port, **kw: [sys.executable, "-u", "-c", FAKE_SERVER,
-                                                                           str(port), str(go)])
-    monkeypatch.setattr(TutorialState, "bench_worker", lambda self: None)
-    seen = []
-
-    def fake_run_group(argv, *, env, timeout, what):
-        srv = tut.state.server
-        seen.append(srv is not None and srv.proc is not None and srv.proc.poll() is None and srv.startup_s is None)
-        prompt = load_card("qwen2.5-0.5b").functional.prompt
-        return subprocess.CompletedProcess(argv, 0, stdout=f"{prompt} -> 'a reply'\n", stderr="")
-
-    monkeypatch.setattr(steps_serving, "run_group", fake_run_group)
-    for extra in (None, ["--seed", "1"]):
-        tut = Tutorial("qwen2.5-0.5b")
-        try:
-            tut.prepare_weights()
-            tut.run_offline_example()
-            early = tut.state.server
-            srv = tut.start_server(extra)
-            assert srv.models() == ["m"] and srv.startup_s > 0
-            if extra is None:
-                assert srv is early  # waited for, not started again
-            else:
-                assert srv is not early and early.proc is None  # stopped, started again with the script's flags
-        finally:
-            tut.stop()
-        assert srv.proc is None
-        assert seen == [True] * len(seen)  # the server's process was up while the example ran
-        assert C.CPU_SERVER_DURING_OFFLINE in tut.state.results.conditions.build_changes
-        ran = tut.show.this_build_ran("server")
-        assert "# on the CPU build the server's process starts while the offline example runs" in repr(ran)
-        assert "# CPU 构建在离线示例运行的同时启动服务进程" in ran._repr_html_()
-
-
 # -- slow: the CPU set, run --------------------------------------------------------------------------
 
 class Session:

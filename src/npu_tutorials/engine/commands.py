@@ -50,12 +50,8 @@ NO_COMPILE_ENV = {"TORCH_COMPILE_DISABLE": "1"}
 CPU_NO_COMPILE = N_("TORCH_COMPILE_DISABLE=1 on the CPU build, whose engines all run eager: vLLM would still compile "
                     "one helper (the sampled token's rank among the logprobs) on the first logprobs request, about "
                     "3 s per server; eager PyTorch counts the same ranks")
-CPU_SERVER_DURING_OFFLINE = N_("on the CPU build the server's process starts while the offline example runs (each "
-                               "spends most of its start importing vLLM on one core; about 20 s saved): its start "
-                               "time includes that overlap, and nothing is measured before the example's engine "
-                               "is gone; accelerator builds start the server after the example")
 BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
-                 CPU_WORKER_IN_ENGINE, CPU_NO_COMPILE, CPU_SERVER_DURING_OFFLINE)
+                 CPU_WORKER_IN_ENGINE, CPU_NO_COMPILE)
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.

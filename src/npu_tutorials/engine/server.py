@@ -112,21 +112,18 @@ class VLLMServer:
         self.died: str | None = None  # the dead-server message, once the server was found dead
         self._step_name_now: str | None = None
         self._rpc_dir: str | None = None
-        self._t0: float | None = None  # when spawn() started the process
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def spawn(self) -> "VLLMServer":
-        """Start the server's process and return at once (:meth:`start` waits until it answers); its start
-        time counts from here."""
+    def start(self) -> "VLLMServer":
         check_port_free(self.host, self.port)
         _install_hooks()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.env}
         self._rpc_dir = private_rpc_dir(env)
-        self._t0 = time.monotonic()
+        t0 = time.monotonic()
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
@@ -139,18 +136,12 @@ class VLLMServer:
         if self.stream is not None:
             self._tee = threading.Thread(target=self._follow, daemon=True)
             self._tee.start()
-        return self
-
-    def start(self) -> "VLLMServer":
-        """Start the server (unless :meth:`spawn` did) and wait until it answers ``/v1/models``."""
-        if self.proc is None:
-            self.spawn()
         try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - self._t0
+        self.startup_s = time.monotonic() - t0
         return self
 
     def _follow(self) -> None:

@@ -55,7 +55,6 @@ class ServingSteps:
         if self.s.backend == "cpu":
             env.update(C.IN_PROCESS_ENV)
             changes.append(C.CPU_OFFLINE_IN_PROCESS)
-            self._spawn_server_meanwhile()
         t = time.monotonic()
         with self.s.step("offline example (vllm.LLM in its own process)"):
             proc = run_group([sys.executable, str(script)], env=env, timeout=timeout, what="the offline example")
@@ -72,34 +71,14 @@ class ServingSteps:
         return out
 
     # -- serving ---------------------------------------------------------------------
-    def _spawn_server_meanwhile(self) -> None:
-        """On the CPU the offline example and the server's start each spend most of their time importing vLLM
-        on one core: the server's process starts before the example runs, :meth:`start_server` waits for it
-        (its start time counts from here, the overlap included: :data:`~npu_tutorials.engine.commands.CPU_SERVER_DURING_OFFLINE`).
-        Nothing is measured before the example's engine is gone."""
-        if self.s.server is not None:
-            return
-        self.launch(self.s.dtype, "server start", spawn_only=True)
-        self.s.results.conditions.build_changes.append(C.CPU_SERVER_DURING_OFFLINE)
-
     def start_server(self, extra: list[str] | None = None) -> VLLMServer:
-        """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it (on the
-        CPU, one whose process started during the offline example is waited for)."""
+        """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
         self.weights.serving_path()  # one clear error when prepare_weights() has not run
-        early = self.s.server if self.s.server is not None and self.s.server.startup_s is None \
-            and self.s.server.proc is not None else None
-        if early is not None and list(extra or []) != self.s.extra_flags:
-            early.stop()  # the script asked for other flags: start it again with them
-            early = None
         self.s.extra_flags = list(extra or [])
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
-        if early is None:
-            self.launch(self.s.dtype, "server start", meanwhile=self._reference_meanwhile(self.s.dtype))
-        else:
-            with self.s.step("server start"), self._reference_meanwhile(self.s.dtype):
-                early.start()
+        self.launch(self.s.dtype, "server start", meanwhile=self._reference_meanwhile(self.s.dtype))
         srv = self.s.server
         self.s.results.server = Server(command=self._shown_command(), base_url=srv.base_url,
                                        startup_s=round(srv.startup_s, 1), models=srv.models())
@@ -141,11 +120,10 @@ class ServingSteps:
 
     def launch(self, dtype: str, step: str, *, graphs: bool = False, flags: list[str] = (),
                env: dict[str, str] | None = None, model=None, label: str = "",
-               meanwhile=contextlib.nullcontext(), spawn_only: bool = False) -> VLLMServer:
+               meanwhile=contextlib.nullcontext()) -> VLLMServer:
         """Start a server in ``dtype`` (the one running is replaced); ``graphs``: without --enforce-eager
         (graph mode), ``flags`` and ``env`` added, ``model`` instead of the served checkpoint (the tuning steps);
-        ``meanwhile``: a context the start runs in (its work, done in this process, is part of the step);
-        ``spawn_only``: start its process and return (no step; ``start()`` waits for it later)."""
+        ``meanwhile``: a context the start runs in (its work, done in this process, is part of the step)."""
         argv, port, changes = self.server_argv(dtype)
         if graphs:
             argv = [a for a in argv if a != "--enforce-eager"]
@@ -162,8 +140,6 @@ class ServingSteps:
             log_path=self.s.artifacts / f"server-{dtype}{label}.log",
             on_wait=lambda secs, line: self.s.progress.say(f"  waiting for the server ({secs:.0f} s): {line}"),
             stream=self.s.progress.out if verbose else None)
-        if spawn_only:
-            return self.s.server.spawn()
         with self.s.step(step), meanwhile:
             self.s.server.start()
         return self.s.server
