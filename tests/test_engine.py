@@ -190,8 +190,8 @@ def test_text_consistency_chat_path_stops_at_the_stop_ids(server, card, tiny):
 
 def test_forward_consistency_every_position(raw_results, tiny_spec):
     rep = raw_results["consistency"]["report"]  # consistency.forward_consistency on the tiny spec's text
-    assert tiny_spec.consistency.text == "The Qwen series of large language models was developed by Alibaba Cloud."
-    assert len(rep.positions) == rep.num_tokens - 1 > 8
+    assert tiny_spec.consistency.text == "The Qwen series of large language models"  # trimmed: 7 of 12 words
+    assert len(rep.positions) == rep.num_tokens - 1 >= 6
     # planted weights: the text's own tokens are far from the planted choice (a large perplexity on both
     # sides), and the engine's differs from the reference's by far less than the card's 1 %
     assert rep.ppl_reference > 1000 and rep.ppl_rel_diff_pct < 1

@@ -169,9 +169,10 @@ def combined_spec(stop_ids: list[int] | None = None) -> ControlSpec:
     return spec
 
 
-def trimmed(spec: ControlSpec, prompts: int = 2) -> ControlSpec:
-    """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds):
-    the first ``prompts`` prompts of each check, and the consistency text's first sentence."""
+def trimmed(spec: ControlSpec, prompts: int = 2, words: int = 7) -> ControlSpec:
+    """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds,
+    one per position of the consistency text): the first ``prompts`` prompts of each check, and the first
+    ``words`` words of the consistency text's first sentence."""
     import re
 
     out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check")
@@ -179,7 +180,7 @@ def trimmed(spec: ControlSpec, prompts: int = 2) -> ControlSpec:
         out.logits = spec.logits.model_copy(update={"prompts": spec.logits.prompts[:prompts]})
     if spec.consistency:
         first = re.split(r"(?<=[.。!?])\s*", spec.consistency.text.strip(), maxsplit=1)[0]
-        out.consistency = spec.consistency.model_copy(update={"text": first})
+        out.consistency = spec.consistency.model_copy(update={"text": " ".join(first.split()[:words])})
     if spec.greedy:
         out.greedy = spec.greedy.model_copy(update={"prompts": spec.greedy.prompts[:prompts]})
     if spec.text:
