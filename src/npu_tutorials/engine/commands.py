@@ -38,18 +38,17 @@ ACCURACY_ENGINE = N_("the engine-vs-reference checks ran on a {want} engine star
 IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 CPU_OFFLINE_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the engine runs inside the script's "
                             "process instead of starting an engine process and a worker process (each imports vLLM "
-                            "anew: about 20 s on 2 cores); accelerator builds run the script as it is")
+                            "anew); accelerator builds run the script as it is")
 CPU_WORKER_IN_ENGINE = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the worker runs inside the engine "
-                          "process instead of a process of its own (one import of vLLM less: about 9 s per server "
-                          "start on 2 cores; the same figures within their spread, measured); accelerator builds "
-                          "run the card's command")
+                          "process instead of a process of its own (one import of vLLM less per server start); "
+                          "accelerator builds run the card's command")
 # vLLM compiles one helper with inductor even in an eager engine: the sampled token's rank among the returned
 # logprobs (vllm/v1/sample/ops/logprobs.py, batched_count_greater_than), on the first logprobs request; eager
 # PyTorch counts the same integers
 NO_COMPILE_ENV = {"TORCH_COMPILE_DISABLE": "1"}
 CPU_NO_COMPILE = N_("TORCH_COMPILE_DISABLE=1 on the CPU build, whose engines all run eager: vLLM would still compile "
-                    "one helper (the sampled token's rank among the logprobs) on the first logprobs request, about "
-                    "3 s per server; eager PyTorch counts the same ranks")
+                    "one helper (the sampled token's rank among the logprobs) on the first logprobs request; "
+                    "eager PyTorch counts the same ranks")
 BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
                  CPU_WORKER_IN_ENGINE, CPU_NO_COMPILE)
 
