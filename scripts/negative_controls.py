@@ -83,7 +83,7 @@ def main() -> int:
             port = free_port()
             argv = server_argv(card, path, backend, host="127.0.0.1", port=port, extra=extra, native=False,
                                dtype=dtype, max_model_len=max_len)
-            return VLLMServer(argv, host="127.0.0.1", port=port, env=build_env(card, backend, eager_only=True),
+            return VLLMServer(argv, host="127.0.0.1", port=port, env=build_env(card, backend, eager_only=True, in_process=True),
                               log_path=Path(tempfile.gettempdir()) / f"negative-controls-{path.name}.log")
 
         print(f"{key}: the card's checks {', '.join(spec.checks)} on its tiny stand-in ({right.name})", flush=True)

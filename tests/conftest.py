@@ -57,7 +57,7 @@ def tiny_server(card, path, tmp: Path, extra=(), **kw):
 
     port = kw.pop("port", None) or free_port()
     argv = server_argv(card, path, "cpu", host=ENGINE_HOST, port=port, extra=list(extra))
-    return VLLMServer(argv, host=ENGINE_HOST, port=port, env=build_env(card, "cpu", eager_only=True),
+    return VLLMServer(argv, host=ENGINE_HOST, port=port, env=build_env(card, "cpu", eager_only=True, in_process=True),
                       log_path=tmp / "server.log",
                       **kw)
 

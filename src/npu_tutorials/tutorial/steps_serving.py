@@ -103,7 +103,7 @@ class ServingSteps:
         if dtype != self.s.card.serve.dtype:
             changes.append(C.DTYPE_FOR.format(dtype=dtype, why=self.s.dtype_note))
         if self.s.eager_only:
-            changes += [C.CPU_WORKER_IN_ENGINE, C.CPU_NO_COMPILE]
+            changes.append(C.CPU_NO_COMPILE)
         argv = server_argv(self.s.card, self.s.serve_path, self.s.backend, host=HOST, port=port, extra=extra,
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
