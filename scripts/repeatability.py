@@ -71,7 +71,7 @@ def main() -> int:
                      "commit": doc.provenance.git_commit, "cpu_id": doc.provenance.machine.cpu_id,
                      "wall_s": round(time.monotonic() - t0, 1)})
         print(f"run {i + 1}/{a.runs}: " + "; ".join(f.short() for f in figs.values()), flush=True)
-    out = a.out_dir / f"repeatability-{card.key}-{first.machine.slug}.json"
+    out = a.out_dir / f"repeatability-{card.key}-{first.machine.record_stem}.json"
     if a.append and out.is_file():
         try:
             earlier = gate.earlier_runs(json.loads(out.read_text()), slug=first.machine.slug, model=card.key,

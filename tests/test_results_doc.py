@@ -213,19 +213,70 @@ def test_other_devices_weights_or_profiles_are_not_compared():
         assert g.baseline is None and g.passed
 
 
+ZEN4, ZEN5 = "family 25 model 17 stepping 1", "family 26 model 2 stepping 1"
+
+
+def test_speed_is_compared_within_one_cpu_generation_and_accuracy_always(tmp_path):
+    """One model name ("AMD EPYC") covers several CPU generations (a family 26 EPYC served Qwen-1_8B-Chat's
+    stand-in 1.45x faster than a family 25 one): a half-speed build fails against its own generation's
+    baseline, or one that recorded none; against another generation's its speed is not compared (said so),
+    while a lost accuracy check still fails."""
+    from npu_tutorials.checks.gate import measured_noise
+
+    zen4, zen5 = machine(cpu_id=ZEN4), machine(cpu_id=ZEN5)
+    assert zen5.cpu_generation == "family 26 model 2" and zen5.slug == zen4.slug == machine().slug
+    base = make_doc(mach=zen4)
+    for current, legacy in ((zen4, base), (machine(), base), (zen5, make_doc())):
+        g = gate(make_doc(throughput=50.0, mach=current), [legacy], CARD)
+        assert not g.passed and "output throughput regressed" in g.regressions[0]
+    g = gate(make_doc(throughput=50.0, mach=zen5), [base], CARD)
+    assert g.passed and not g.comparisons and "this build ran on family 26 model 2" in g.other_generation
+    assert any("logits agreement" in line for line in gate(make_doc(passed=False, mach=zen5), [base], CARD).regressions)
+    # a baseline that recorded no generation: its noise record's runs say where it was measured
+    noise = measured_noise(make_doc(mach=zen5), _noise_record(tmp_path, cpu_ids=(None, ZEN4, ZEN4, ZEN4, ZEN4)))
+    assert noise.generations == {"family 25 model 17"}
+    assert gate(make_doc(throughput=50.0, mach=zen5), [make_doc()], CARD, noise).other_generation
+    assert not gate(make_doc(throughput=50.0, mach=zen4), [make_doc()], CARD, noise).passed
+    views = Views(make_doc(throughput=50.0, mach=zen5), CARD)
+    rows = views.compare.gate_table([base]).rows
+    assert ["family 26 model 2", "family 25 model 17"] == rows[0][1:3] and "another CPU generation" in rows[0][-1]
+
+
+def test_each_cpu_generation_keeps_its_own_baseline(tmp_path):
+    """make record stores a build under its machine kind and CPU generation; the gate picks the baseline of
+    this generation, else one that recorded none, before another generation's."""
+    from npu_tutorials.checks.gate import pick_baseline
+
+    assert machine(cpu_id=ZEN5).record_stem == "cpu-amd-epyc-2c-bf16-f26m2" and machine().record_stem == machine().slug
+    legacy = make_doc(built_at="2026-11-01T00:00:00+00:00")
+    zen5 = make_doc(mach=machine(cpu_id=ZEN5), built_at="2026-12-01T00:00:00+00:00")
+    assert pick_baseline(make_doc(mach=machine(cpu_id=ZEN4)), [legacy, zen5]) is legacy
+    assert pick_baseline(make_doc(mach=machine(cpu_id=ZEN5)), [legacy, zen5]) is zen5
+    assert pick_baseline(make_doc(), [legacy, zen5]) is zen5  # no generation known here: the newest
+    build = tmp_path / "build"
+    results.write_doc(make_doc(mach=machine(cpu_id=ZEN5)), build / "qwen2.5-0.5b.json")
+    results.write_doc(legacy, tmp_path / "rec" / "qwen2.5-0.5b" / "cpu-amd-epyc-2c-bf16.json")
+    written = recording.record(build, tmp_path / "rec")
+    assert [p.name for p in written] == ["cpu-amd-epyc-2c-bf16-f26m2.json"]
+    assert len(results.recorded("qwen2.5-0.5b", tmp_path / "rec")) == 2  # the other generation's is kept
+
+
 def test_a_card_can_loosen_a_limit():
     card = CARD.model_copy(update={"gates": {"output_throughput": 0.85}})
     assert gate(make_doc(throughput=90.0), [make_doc()], card).passed
 
 
-def _noise_record(tmp_path, runs=(100.0, 104.0, 98.0, 101.0, 103.0), **provenance):
-    """A recorded-results folder with one repeatability record: the headline figures of 5 unchanged runs."""
+def _noise_record(tmp_path, runs=(100.0, 104.0, 98.0, 101.0, 103.0), cpu_ids=(), **provenance):
+    """A recorded-results folder with one repeatability record: the headline figures of 5 unchanged runs
+    (``cpu_ids``: the CPU each run recorded, as scripts/repeatability.py writes them)."""
     doc = make_doc()
     p = {"machine_slug": doc.provenance.machine.slug, "model": doc.model, "profile": doc.provenance.profile,
          "dtype": doc.provenance.engine_dtype, "date": "2026-11-30T00:00:00+00:00", **provenance}
     rec = {"provenance": p, "headline_runs": {"output_throughput": list(runs),
                                               "median_ttft_ms": [50.0, 51.0, 49.0, 52.0, 50.5],
                                               "median_tpot_ms": [20.0, 20.4, 19.8, 20.2, 20.1]}}
+    if cpu_ids:
+        rec["runs"] = [{"headline": {}, "cpu_id": c} for c in cpu_ids]
     (tmp_path / "methods").mkdir(parents=True, exist_ok=True)
     (tmp_path / "methods" / f"repeatability-{doc.model}-{p['machine_slug']}.json").write_text(json.dumps(rec))
     return tmp_path

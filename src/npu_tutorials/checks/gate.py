@@ -107,6 +107,7 @@ class Noise:
     values: dict[str, list[float]]   # per gated metric: each run's headline median
     source: str
     confirm: int = 0                 # the decision these limits are for: on 1 + confirm measurements
+    generations: frozenset[str] = frozenset()  # the CPU generations its runs recorded (runs may carry none)
 
     def limit(self, key: str) -> float | None:
         v = self.values.get(key)
@@ -151,12 +152,14 @@ def earlier_runs(rec: dict, *, slug: str, model: str, profile: str, dtype: str, 
 
 def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None,
                    confirm: int = 0) -> Noise | None:
-    """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (the newest
-    where several match), or None.  Records the gate refuses are named in ``errors``.  ``confirm``: the
+    """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (where several
+    match: one whose runs were on this CPU generation, then one whose runs recorded none, then the newest),
+    or None.  Records the gate refuses are named in ``errors``.  ``confirm``: the
     limits are for a decision on the build's measurement and this many confirmations (:func:`confirm`)."""
     from ..record.results import recorded_dir
 
     prov = doc.provenance
+    mine = prov.machine.cpu_generation
     found = None
     for path in sorted(((directory or recorded_dir()) / "methods").glob("repeatability-*.json")):
         try:
@@ -169,13 +172,16 @@ def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[
         if (p["machine_slug"], p["model"], p["profile"], p["dtype"]) != (prov.machine.slug, doc.model, prov.profile,
                                                                           prov.engine_dtype):
             continue
-        if found is None or p.get("date", "") > found[0].get("date", ""):
-            found = (p, rec, path)
+        gens = {" ".join(r["cpu_id"].split()[:4]) for r in rec.get("runs", []) if r.get("cpu_id")}
+        rank = (_generation_fit(mine, gens), p.get("date", ""))
+        if found is None or rank > found[0]:
+            found = (rank, p, rec, path)
     if found is None:
         return None
-    p, rec, path = found
+    _rank, p, rec, path = found
     n = min(len(v) for v in rec["headline_runs"].values())
-    return Noise(runs=n, values=rec["headline_runs"], confirm=confirm,
+    gens = frozenset(" ".join(r["cpu_id"].split()[:4]) for r in rec.get("runs", []) if r.get("cpu_id"))
+    return Noise(runs=n, values=rec["headline_runs"], confirm=confirm, generations=gens,
                  source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, {n} runs"
                         + (f"; limits for the median of {confirm + 1} measurements" if confirm else "") + ")")
 
@@ -289,6 +295,7 @@ class GateResult:
     noise: Noise | None = None
     errors: list[str] = field(default_factory=list)        # unreadable baselines or noise records
     host: str = ""                                          # where this build ran (device, CPU id)
+    other_generation: str = ""                              # why speed was not compared (:func:`other_generation`)
 
     @property
     def regressions(self) -> list[str]:
@@ -325,10 +332,41 @@ def host_label(doc: ResultsDoc) -> str:
     return doc.provenance.device + (f", {m.cpu_id}" if m.cpu_id else "")
 
 
+def _generation_fit(mine: str | None, theirs: set[str]) -> int:
+    """2: recorded on this CPU generation; 1: no generation recorded (or none known here); 0: another."""
+    if not mine or not theirs:
+        return 1
+    return 2 if mine in theirs else 0
+
+
 def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc | None:
-    """The newest recorded document made under the same conditions, if any."""
+    """The recorded document made under the same conditions, if any: one of this CPU generation before one
+    that recorded none before one of another generation, then the newest."""
     same = [d for d in recorded if same_conditions(d, current)]
-    return max(same, key=lambda d: d.provenance.built_at) if same else None
+    mine = current.provenance.machine.cpu_generation
+
+    def rank(d: ResultsDoc):
+        g = d.provenance.machine.cpu_generation
+        return _generation_fit(mine, {g} if g else set()), d.provenance.built_at
+
+    return max(same, key=rank) if same else None
+
+
+def other_generation(current: ResultsDoc, base: ResultsDoc, noise: Noise | None = None) -> str:
+    """``""``, or why this build's speed says nothing against ``base``: one CPU model name ("AMD EPYC" in a
+    virtual machine) covers several generations, and the machine kind (its slug) does not tell them apart.
+    Where this build, and the baseline or the runs of its noise record, each recorded a generation and
+    they differ (seen: a family 26 EPYC served Qwen-1_8B-Chat's stand-in at 18-21 tok/s, a family 25 one
+    at 12.7-13.6), its speed is not compared; a generation not recorded is not held against it."""
+    cur = current.provenance.machine.cpu_generation
+    if not cur:
+        return ""
+    theirs = set(noise.generations if noise else ())
+    base_gen = base.provenance.machine.cpu_generation
+    if (base_gen and base_gen != cur) or (theirs and cur not in theirs):
+        return (f"this build ran on {cur}, the baseline and its noise record on "
+                f"{', '.join(sorted(theirs | ({base_gen} if base_gen else set())))}: another CPU generation")
+    return ""
 
 
 def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noise | None = None,
@@ -341,10 +379,11 @@ def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noi
         return res
     limits = limits_for(card, noise)
     now, then = headline_figures(current), headline_figures(base)
+    res.other_generation = other_generation(current, base, noise)
     for key, label, unit, better in METRICS:
         if key in then and key not in now:
             res.missing.append(key)
-        elif key in now and key in then and then[key].value:
+        elif key in now and key in then and then[key].value and not res.other_generation:
             a, b = now[key].value, then[key].value
             res.comparisons.append(Comparison(key, label, unit, a, b, a / b, limits[key], better))
     res.accuracy = accuracy_regressions(current, base)

@@ -181,7 +181,10 @@ def repeatability_markdown() -> str:
             out += [f"*{exc}*", ""]
             continue
         p = rec["provenance"]
-        out += [f"### {p['model']} on {p['machine_slug']}, {p['profile']} profile, {p['dtype']}", "",
+        gens = sorted({" ".join(r["cpu_id"].split()[:4]) for r in rec["runs"] if r.get("cpu_id")})
+        cpus = (f" ({', '.join(gens)}" + (", some runs unrecorded" if any(not r.get("cpu_id") for r in rec["runs"])
+                                          else "") + ")") if gens else ""
+        out += [f"### {p['model']} on {p['machine_slug']}{cpus}, {p['profile']} profile, {p['dtype']}", "",
                 f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
                 f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs"
                 + _sessions(rec["runs"]) + ".", "",

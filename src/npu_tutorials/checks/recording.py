@@ -12,7 +12,8 @@ from ..record.results import read_doc, recorded, recorded_dir, write_doc
 
 def record(build_results: Path, directory: Path | None = None, models: list[str] | None = None,
            reason: str = "") -> list[Path]:
-    """``make record``: store this build's complete documents as ``results/<model>/<slug>.json``.
+    """``make record``: store this build's complete documents as ``results/<model>/<record stem>.json`` (the
+    machine kind and, where recorded, the CPU generation: :attr:`Machine.record_stem`).
 
     A build that fails the regression gate against the record it would replace is refused, one line per
     regression, unless ``reason`` says why it should become the baseline (kept in the document)."""
@@ -38,6 +39,6 @@ def record(build_results: Path, directory: Path | None = None, models: list[str]
                                 f"({'; '.join(g.regressions)}); fix it, or record it with REASON=\"why\"")
         if g.regressions:
             doc.provenance.recorded_despite = f"{reason.strip()} (gate: {'; '.join(g.regressions)})"
-        dest = Path(directory or recorded_dir()) / doc.model / f"{doc.provenance.machine.slug}.json"
+        dest = Path(directory or recorded_dir()) / doc.model / f"{doc.provenance.machine.record_stem}.json"
         out.append(write_doc(doc, dest))
     return out

@@ -126,6 +126,10 @@ def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,
             notes.append(f"{key}: no recorded baseline for {doc.provenance.machine.slug}, "
                          f"{doc.provenance.weights.kind if doc.provenance.weights else '?'} weights, "
                          f"{doc.provenance.profile} profile, {doc.provenance.engine_dtype}: nothing to compare")
+        elif g.passed and g.other_generation:
+            notes.append(f"{key}: speed not compared ({g.other_generation}; make record and "
+                         f"scripts/repeatability.py record this one's); figures present and accuracy within the "
+                         f"limits of the baseline of {g.baseline.provenance.built_at}")
         elif g.passed:
             lim = limits_for(card, noise)
             seen = "; ".join(f"{c.key} ratio {c.ratio:.3f} (limit {lim[c.key]}{c.rerun_text()})" for c in g.comparisons)

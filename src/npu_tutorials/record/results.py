@@ -206,7 +206,7 @@ def section_from_records(doc: ResultsDoc, section: str, records: list[ResultsDoc
         return None, None
     best = max(fits, key=lambda d: (d.provenance.machine.slug == p.machine.slug, d.provenance.built_at))
     q = best.provenance
-    file = f"results/{best.model}/{q.machine.slug}.json"
+    file = f"results/{best.model}/{q.machine.record_stem}.json"
     origin = best.results.from_records.get(section)
     if origin is None:
         origin = FromRecord(file=file, built_at=q.built_at, git_commit=q.git_commit, machine=q.machine.device_label,

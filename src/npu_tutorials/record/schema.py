@@ -47,6 +47,14 @@ class Machine(StrictModel):
     host_threads: int | None = Field(None, description="CPU threads the fp32 reference and CPU baselines used")
 
     @property
+    def cpu_generation(self) -> str | None:
+        """``"family 25 model 17"`` (``cpu_id`` without the stepping): the CPU generation, which the gate
+        compares speed within; None where not recorded."""
+        if not self.cpu_id:
+            return None
+        return " ".join(self.cpu_id.split()[:4])
+
+    @property
     def device_label(self) -> str:
         if self.backend == "cpu" or not self.devices:
             return f"{self.cpu_model} ({self.cpu_count} cores)"
@@ -63,6 +71,17 @@ class Machine(StrictModel):
         else:
             base = f"{self.backend}-{self.devices[0].name if self.devices else 'unknown'}"
         return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-")
+
+    @property
+    def record_stem(self) -> str:
+        """The file name of what ``make record`` and ``scripts/repeatability.py`` store for this machine: the
+        slug, and the CPU generation where recorded (``cpu-amd-epyc-2c-bf16-f26m2``), so that a build on one
+        generation never replaces another's baseline; records made before it was recorded keep the slug."""
+        g = self.cpu_generation
+        if not g:
+            return self.slug
+        f = g.split()
+        return f"{self.slug}-f{f[1]}m{f[3]}" if len(f) == 4 else self.slug
 
 
 class WeightsInfo(StrictModel):

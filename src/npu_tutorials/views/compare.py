@@ -70,6 +70,11 @@ class CompareViews(BaseViews):
         rows = [[_(c.label), now[c.key].text(), then[c.key].text(), f"{c.ratio:.3f}",
                  f"{'>=' if c.better == 'higher' else '<='} {c.limit}", verdict(c)]
                 for c in g.comparisons]
+        if g.other_generation:
+            rows.append([_("speed (throughput, TTFT, TPOT)"), self.prov.machine.cpu_generation or "–",
+                         g.baseline.provenance.machine.cpu_generation
+                         or ", ".join(sorted(g.noise.generations if g.noise else ())) or "–", "–",
+                         _("the same CPU generation"), _("not compared: another CPU generation")])
         rows += [[_(then[k].label), _("missing"), then[k].text(), "–", _("present"), _("FAIL")] for k in g.missing]
         base, cur = g.verdicts or ("–", "–")
         rows.append([_("accuracy (every check and metric)"), _verdict(cur), _verdict(base), "–",
