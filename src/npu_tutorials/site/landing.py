@@ -66,10 +66,12 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
     ``pages``: model key -> docname of its page; ``this_build``: model key -> this build's document
     (or None: not run); ``recorded``: model key -> recorded documents.
     """
-    machines: dict[str, str] = {}  # slug -> label
+    machines: dict[str, str] = {}  # record stem (machine kind and CPU generation) -> label
     for docs in recorded.values():
         for d in docs:
-            machines.setdefault(d.provenance.machine.slug, f"{d.provenance.device} ({d.provenance.backend})")
+            m = d.provenance.machine
+            machines.setdefault(m.record_stem, f"{d.provenance.device}"
+                                + (f", {m.cpu_generation}" if m.cpu_generation else "") + f" ({d.provenance.backend})")
     here = next((d for d in this_build.values() if d is not None), None)
     here_label = (_("this build: {device} ({backend})", device=here.provenance.device, backend=here.provenance.backend)
                   if here else _("this build"))
@@ -80,7 +82,7 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
         row = [card.name, _cell(cur, pages.get(card.key, ""), cur, now, lang)]
         by_slug: dict[str, ResultsDoc] = {}
         for d in recorded.get(card.key, []):
-            s = d.provenance.machine.slug
+            s = d.provenance.machine.record_stem
             if s not in by_slug or d.provenance.built_at > by_slug[s].provenance.built_at:
                 by_slug[s] = d
         for slug in sorted(machines):
