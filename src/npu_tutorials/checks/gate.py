@@ -153,7 +153,8 @@ def earlier_runs(rec: dict, *, slug: str, model: str, profile: str, dtype: str, 
 def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[str] | None = None,
                    confirm: int = 0) -> Noise | None:
     """The repeatability record for ``doc``'s machine slug, model, profile and engine dtype (where several
-    match: one whose runs were on this CPU generation, then one whose runs recorded none, then the newest),
+    match: one whose runs were on this CPU generation (for a document that recorded none: one with runs that
+    recorded none), then one whose runs recorded none, then the newest),
     or None.  Records the gate refuses are named in ``errors``.  ``confirm``: the
     limits are for a decision on the build's measurement and this many confirmations (:func:`confirm`)."""
     from ..record.results import recorded_dir
@@ -172,8 +173,9 @@ def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[
         if (p["machine_slug"], p["model"], p["profile"], p["dtype"]) != (prov.machine.slug, doc.model, prov.profile,
                                                                           prov.engine_dtype):
             continue
-        gens = {" ".join(r["cpu_id"].split()[:4]) for r in rec.get("runs", []) if r.get("cpu_id")}
-        rank = (_generation_fit(mine, gens), p.get("date", ""))
+        runs = rec.get("runs", [])
+        gens = {" ".join(r["cpu_id"].split()[:4]) for r in runs if r.get("cpu_id")}
+        rank = (_generation_fit(mine, gens, any(not r.get("cpu_id") for r in runs)), p.get("date", ""))
         if found is None or rank > found[0]:
             found = (rank, p, rec, path)
     if found is None:
@@ -332,22 +334,27 @@ def host_label(doc: ResultsDoc) -> str:
     return doc.provenance.device + (f", {m.cpu_id}" if m.cpu_id else "")
 
 
-def _generation_fit(mine: str | None, theirs: set[str]) -> int:
-    """2: recorded on this CPU generation; 1: no generation recorded (or none known here); 0: another."""
-    if not mine or not theirs:
-        return 1
-    return 2 if mine in theirs else 0
+def _generation_fit(mine: str | None, theirs: set[str], unrecorded: bool) -> int:
+    """How well a record fits a build of CPU generation ``mine`` (None: not recorded), from the generations
+    the record's runs name (``theirs``) and whether some of them named none (``unrecorded``).  2: the same
+    generation, or neither recorded one; 1: the record named none; 0: another generation."""
+    if not mine:
+        return 2 if unrecorded or not theirs else 1
+    if mine in theirs:
+        return 2
+    return 1 if not theirs else 0
 
 
 def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc | None:
-    """The recorded document made under the same conditions, if any: one of this CPU generation before one
-    that recorded none before one of another generation, then the newest."""
+    """The recorded document made under the same conditions, if any: one of this CPU generation (or, for a
+    build that recorded none, one that recorded none) before one that recorded none before one of another
+    generation, then the newest."""
     same = [d for d in recorded if same_conditions(d, current)]
     mine = current.provenance.machine.cpu_generation
 
     def rank(d: ResultsDoc):
         g = d.provenance.machine.cpu_generation
-        return _generation_fit(mine, {g} if g else set()), d.provenance.built_at
+        return _generation_fit(mine, {g} if g else set(), not g), d.provenance.built_at
 
     return max(same, key=rank) if same else None
 
@@ -356,8 +363,9 @@ def other_generation(current: ResultsDoc, base: ResultsDoc, noise: Noise | None 
     """``""``, or why this build's speed says nothing against ``base``: one CPU model name ("AMD EPYC" in a
     virtual machine) covers several generations, and the machine kind (its slug) does not tell them apart.
     Where this build, and the baseline or the runs of its noise record, each recorded a generation and
-    they differ (seen: a family 26 EPYC served Qwen-1_8B-Chat's stand-in at 18-21 tok/s, a family 25 one
-    at 12.7-13.6), its speed is not compared; a generation not recorded is not held against it."""
+    they differ (seen: a family 26 EPYC served Qwen-1_8B-Chat's stand-in at 16.5-21 tok/s in 9 of 10 runs, a
+    family 25 one at 12.7-13.6 in 10; palmyra-mini's at 24-29 and 19-20.5), its speed is not compared; a
+    generation not recorded is not held against it."""
     cur = current.provenance.machine.cpu_generation
     if not cur:
         return ""
