@@ -35,6 +35,7 @@ from pathlib import Path
 from ..inputs.cards import Card
 from ..record.headline import METRICS, accuracy_verdict, headline_figures, same_conditions
 from ..record.schema import ResultsDoc
+from . import generations
 
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
                   "roofline_fraction": 0.95}
@@ -173,17 +174,15 @@ def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[
         if (p["machine_slug"], p["model"], p["profile"], p["dtype"]) != (prov.machine.slug, doc.model, prov.profile,
                                                                           prov.engine_dtype):
             continue
-        runs = rec.get("runs", [])
-        gens = {" ".join(r["cpu_id"].split()[:4]) for r in runs if r.get("cpu_id")}
-        rank = (_generation_fit(mine, gens, any(not r.get("cpu_id") for r in runs)), p.get("date", ""))
+        rank = (generations.fit(mine, *generations.of_runs(rec.get("runs", []))), p.get("date", ""))
         if found is None or rank > found[0]:
             found = (rank, p, rec, path)
     if found is None:
         return None
     _rank, p, rec, path = found
     n = min(len(v) for v in rec["headline_runs"].values())
-    gens = frozenset(" ".join(r["cpu_id"].split()[:4]) for r in rec.get("runs", []) if r.get("cpu_id"))
-    return Noise(runs=n, values=rec["headline_runs"], confirm=confirm, generations=gens,
+    return Noise(runs=n, values=rec["headline_runs"], confirm=confirm,
+                 generations=generations.of_runs(rec.get("runs", []))[0],
                  source=f"results/methods/{path.name} ({str(p.get('date', ''))[:10]}, {n} runs"
                         + (f"; limits for the median of {confirm + 1} measurements" if confirm else "") + ")")
 
@@ -297,7 +296,7 @@ class GateResult:
     noise: Noise | None = None
     errors: list[str] = field(default_factory=list)        # unreadable baselines or noise records
     host: str = ""                                          # where this build ran (device, CPU id)
-    other_generation: str = ""                              # why speed was not compared (:func:`other_generation`)
+    other_generation: str = ""                              # why speed was not compared (generations.other_generation)
 
     @property
     def regressions(self) -> list[str]:
@@ -334,17 +333,6 @@ def host_label(doc: ResultsDoc) -> str:
     return doc.provenance.device + (f", {m.cpu_id}" if m.cpu_id else "")
 
 
-def _generation_fit(mine: str | None, theirs: set[str], unrecorded: bool) -> int:
-    """How well a record fits a build of CPU generation ``mine`` (None: not recorded), from the generations
-    the record's runs name (``theirs``) and whether some of them named none (``unrecorded``).  2: the same
-    generation, or neither recorded one; 1: the record named none; 0: another generation."""
-    if not mine:
-        return 2 if unrecorded or not theirs else 1
-    if mine in theirs:
-        return 2
-    return 1 if not theirs else 0
-
-
 def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc | None:
     """The recorded document made under the same conditions, if any: one of this CPU generation (or, for a
     build that recorded none, one that recorded none) before one that recorded none before one of another
@@ -354,27 +342,9 @@ def pick_baseline(current: ResultsDoc, recorded: list[ResultsDoc]) -> ResultsDoc
 
     def rank(d: ResultsDoc):
         g = d.provenance.machine.cpu_generation
-        return _generation_fit(mine, {g} if g else set(), not g), d.provenance.built_at
+        return generations.fit(mine, {g} if g else set(), not g), d.provenance.built_at
 
     return max(same, key=rank) if same else None
-
-
-def other_generation(current: ResultsDoc, base: ResultsDoc, noise: Noise | None = None) -> str:
-    """``""``, or why this build's speed says nothing against ``base``: one CPU model name ("AMD EPYC" in a
-    virtual machine) covers several generations, and the machine kind (its slug) does not tell them apart.
-    Where this build, and the baseline or the runs of its noise record, each recorded a generation and
-    they differ (seen: a family 26 EPYC served Qwen-1_8B-Chat's stand-in at 16.5-21 tok/s in 9 of 10 runs, a
-    family 25 one at 12.7-13.6 in 10; palmyra-mini's at 24-29 and 19-20.5), its speed is not compared; a
-    generation not recorded is not held against it."""
-    cur = current.provenance.machine.cpu_generation
-    if not cur:
-        return ""
-    theirs = set(noise.generations if noise else ())
-    base_gen = base.provenance.machine.cpu_generation
-    if (base_gen and base_gen != cur) or (theirs and cur not in theirs):
-        return (f"this build ran on {cur}, the baseline and its noise record on "
-                f"{', '.join(sorted(theirs | ({base_gen} if base_gen else set())))}: another CPU generation")
-    return ""
 
 
 def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noise | None = None,
@@ -387,7 +357,7 @@ def gate(current: ResultsDoc, recorded: list[ResultsDoc], card: Card, noise: Noi
         return res
     limits = limits_for(card, noise)
     now, then = headline_figures(current), headline_figures(base)
-    res.other_generation = other_generation(current, base, noise)
+    res.other_generation = generations.other_generation(current, base, noise.generations if noise else frozenset())
     for key, label, unit, better in METRICS:
         if key in then and key not in now:
             res.missing.append(key)

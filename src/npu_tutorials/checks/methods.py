@@ -168,6 +168,7 @@ def repeatability_markdown() -> str:
     resolution) and the leave-one-out false alarms."""
     from ..inputs.cards import load_card
     from .gate import CONFIRM, Noise, NoiseRecordError, read_noise_record, resolution
+    from .generations import of_runs
 
     d = Path(recorded_dir()) / "methods"
     paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
@@ -181,9 +182,8 @@ def repeatability_markdown() -> str:
             out += [f"*{exc}*", ""]
             continue
         p = rec["provenance"]
-        gens = sorted({" ".join(r["cpu_id"].split()[:4]) for r in rec["runs"] if r.get("cpu_id")})
-        cpus = (f" ({', '.join(gens)}" + (", some runs unrecorded" if any(not r.get("cpu_id") for r in rec["runs"])
-                                          else "") + ")") if gens else ""
+        gens, unrecorded = of_runs(rec["runs"])
+        cpus = f" ({', '.join(sorted(gens))}{', some runs unrecorded' if unrecorded else ''})" if gens else ""
         out += [f"### {p['model']} on {p['machine_slug']}{cpus}, {p['profile']} profile, {p['dtype']}", "",
                 f"Recorded {p['date'][:10]} at commit `{p['git_commit'][:12]}`, {p['backend']} ({p['device']}), "
                 f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs"

@@ -27,6 +27,12 @@ class Device(StrictModel):
     memory_gib: float | None = None
 
 
+def generation_of(cpu_id: str | None) -> str | None:
+    """``"family 25 model 17"`` from a ``cpu_id`` (``"family 25 model 17 stepping 1"``): the CPU generation,
+    within which the gate compares speed; None where none was recorded."""
+    return " ".join(cpu_id.split()[:4]) if cpu_id else None
+
+
 class Machine(StrictModel):
     """Facts good enough to compare builds: which machine, which devices, which software."""
 
@@ -50,9 +56,7 @@ class Machine(StrictModel):
     def cpu_generation(self) -> str | None:
         """``"family 25 model 17"`` (``cpu_id`` without the stepping): the CPU generation, which the gate
         compares speed within; None where not recorded."""
-        if not self.cpu_id:
-            return None
-        return " ".join(self.cpu_id.split()[:4])
+        return generation_of(self.cpu_id)
 
     @property
     def device_label(self) -> str:
