@@ -120,6 +120,12 @@ class Provenance(StrictModel):
     recorded_despite: str | None = Field(None, description="make record REASON=...: why this run was recorded "
                                                            "although it failed the regression gate")
 
+    @property
+    def device_and_generation(self) -> str:
+        """``"AMD EPYC (2 cores), family 26 model 2"``: the device and, where recorded, the CPU generation."""
+        g = self.machine.cpu_generation
+        return self.device + (f", {g}" if g else "")
+
 
 # The sections a build may leave to another profile and show from a record (``Results.from_records``):
 # a key outside these fails when a document loads.

@@ -69,9 +69,8 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
     machines: dict[str, str] = {}  # record stem (machine kind and CPU generation) -> label
     for docs in recorded.values():
         for d in docs:
-            m = d.provenance.machine
-            machines.setdefault(m.record_stem, f"{d.provenance.device}"
-                                + (f", {m.cpu_generation}" if m.cpu_generation else "") + f" ({d.provenance.backend})")
+            machines.setdefault(d.provenance.machine.record_stem,
+                                f"{d.provenance.device_and_generation} ({d.provenance.backend})")
     here = next((d for d in this_build.values() if d is not None), None)
     here_label = (_("this build: {device} ({backend})", device=here.provenance.device, backend=here.provenance.backend)
                   if here else _("this build"))

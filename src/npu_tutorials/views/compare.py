@@ -22,8 +22,7 @@ class CompareViews(BaseViews):
         docs = [self.doc] + [d for d in recorded if d.provenance.built_at != self.prov.built_at]
         cols = ["", _("this build")] + [_("recorded {i}", i=i) for i in range(1, len(docs))]
         heads = [headline_figures(d) for d in docs]
-        rows = [[_("device"), *[d.provenance.device + (f", {d.provenance.machine.cpu_generation}"
-                                                       if d.provenance.machine.cpu_generation else "") for d in docs]],
+        rows = [[_("device"), *[d.provenance.device_and_generation for d in docs]],
                 ["backend, dtype", *[f"{d.provenance.backend}, {d.provenance.engine_dtype}" for d in docs]],
                 [_("weights"), *[kind_label(d.provenance.weights.kind) if d.provenance.weights else "–"
                                  for d in docs]],
