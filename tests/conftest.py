@@ -62,16 +62,93 @@ def tiny_server(card, path, tmp: Path, extra=(), **kw):
                       **kw)
 
 
-@pytest.fixture(scope="session")
-def raw_server(card, tiny, tmp_path_factory):
-    """The right checkpoint served with full-vocabulary raw logits (one engine for the whole session)."""
-    require_vllm()
+# -- engines spawned as soon as the collected tests are known to need them ------------------------
+# An engine start is tens of seconds of mostly one core (vLLM imported in two processes): spawned when collection
+# ends, it overlaps the fast tests that run before its first user, and the fixture that serves it waits for it.
+_EARLY: dict[str, object] = {}
+_EARLY_TMP: list[Path] = []
+
+
+def _raw_server(tmp: Path):
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
     from npu_tutorials.measure import accuracy
+
+    card = load_card("qwen2.5-0.5b")
+    tiny = ensure_standin(card, config=tiny_config(card.config), label="tiny")
+    return tiny_server(card, tiny.path, tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
+
+
+def wrong_server(tmp: Path, family: str, rel: float):
+    """The tiny stand-in with ``family``'s tensors perturbed by ``rel`` (test_negative_controls' wrong
+    checkpoint), and its server (not started)."""
+    from npu_tutorials.checks import controls
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
+    from npu_tutorials.measure import accuracy
+
+    card = load_card("qwen2.5-0.5b")
+    tiny = ensure_standin(card, config=tiny_config(card.config), label="tiny")
+    meta = controls.perturb_checkpoint(tiny.path, tmp / "ckpt", rel=rel, family=family)
+    return tiny_server(card, tmp / "ckpt", tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600), meta
+
+
+# The wrong checkpoint: every MLP tensor of the tiny planted stand-in perturbed by rel x its RMS.  The
+# recorded ladders (results/methods/negative-controls-*.json, scripts/negative_controls.py) give each
+# check's first failing level per tensor family; at rel 3 of the MLP family every check of every card
+# says FAIL, while on the right checkpoint every one says PASS.
+WRONG_FAMILY, WRONG_REL = "mlp", 3.0
+
+
+EARLY_ENGINES = {  # fixture -> how to make its server (and what comes with it) in a fresh folder
+    "raw_server": lambda tmp: (_raw_server(tmp), None),
+    "wrong": lambda tmp: wrong_server(tmp, WRONG_FAMILY, WRONG_REL),
+}
+
+
+def pytest_collection_finish(session):
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in EARLY_ENGINES}
+    if not needed:
+        return
+    import importlib.util
+    import tempfile
+
+    if importlib.util.find_spec("vllm") is None:
+        return  # require_vllm() says it in the tests that need one
+    for name in sorted(needed):
+        tmp = Path(tempfile.mkdtemp(prefix=f"npu-tutorials-{name}-"))
+        _EARLY_TMP.append(tmp)
+        srv, extra = EARLY_ENGINES[name](tmp)
+        _EARLY[name] = (srv.spawn(), extra)
+
+
+def claim_engine(name: str, tmp: Path):
+    """The server of ``name`` (:data:`EARLY_ENGINES`) and what came with it, ready: the one spawned when
+    collection ended, else one started now in ``tmp``."""
+    require_vllm()
+    if name in _EARLY:
+        srv, extra = _EARLY.pop(name)
+        return srv.wait_ready(), extra
+    srv, extra = EARLY_ENGINES[name](tmp)
+    return srv.start(), extra
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import shutil
+
+    for srv, _ in _EARLY.values():  # spawned, never claimed (the session ended first)
+        srv.stop()
+    _EARLY.clear()
+    for tmp in _EARLY_TMP:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def raw_server(tmp_path_factory):
+    """The right checkpoint served with full-vocabulary raw logits (one engine for the whole session)."""
     from npu_tutorials.engine.processes import group_alive
 
-    srv = tiny_server(card, tiny.path, tmp_path_factory.mktemp("raw-server"),
-                      accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
-    srv.start()
+    srv, _ = claim_engine("raw_server", tmp_path_factory.mktemp("raw-server"))
     yield srv
     pgid = srv.proc.pid if srv.proc else None
     rpc = srv._rpc_dir

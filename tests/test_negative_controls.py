@@ -22,11 +22,7 @@ import pytest
 from npu_tutorials.checks import controls
 from npu_tutorials.measure import metrics
 
-# The wrong checkpoint: every MLP tensor of the tiny planted stand-in perturbed by rel x its RMS.  The
-# recorded ladders (results/methods/negative-controls-*.json, scripts/negative_controls.py) give each
-# check's first failing level per tensor family; at rel 3 of the MLP family every check of every card
-# says FAIL, while on the right checkpoint every one says PASS.
-WRONG_FAMILY, WRONG_REL = "mlp", 3.0
+# The wrong checkpoint (conftest's WRONG_FAMILY, WRONG_REL): its engine is spawned when collection ends.
 
 
 def test_perturb_checkpoint(tiny, tmp_path):
@@ -76,17 +72,11 @@ def test_first_failures():
 
 # -- on the real engine ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def wrong(card, tiny, tmp_path_factory):
-    from conftest import require_vllm, tiny_server
+def wrong(tmp_path_factory):
+    """The wrong checkpoint's server (conftest: spawned when collection ended) and the perturbation's record."""
+    from conftest import claim_engine
 
-    require_vllm()
-
-    from npu_tutorials.measure import accuracy
-
-    tmp = tmp_path_factory.mktemp("wrong")
-    meta = controls.perturb_checkpoint(tiny.path, tmp / "ckpt", rel=WRONG_REL, family=WRONG_FAMILY)
-    srv = tiny_server(card, tmp / "ckpt", tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
-    srv.start()
+    srv, meta = claim_engine("wrong", tmp_path_factory.mktemp("wrong"))
     yield srv, meta
     srv.stop()
 

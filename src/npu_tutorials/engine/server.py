@@ -112,18 +112,25 @@ class VLLMServer:
         self.died: str | None = None  # the dead-server message, once the server was found dead
         self._step_name_now: str | None = None
         self._rpc_dir: str | None = None
+        self._t0 = 0.0
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> "VLLMServer":
+        """Start the server and wait until it answers (:meth:`spawn`, then :meth:`wait_ready`)."""
+        return self.spawn().wait_ready()
+
+    def spawn(self) -> "VLLMServer":
+        """Start the server's processes and return at once; :meth:`wait_ready` waits for it.  Call it from the
+        thread that will outlive the server (the process is bound to its parent thread's life)."""
         check_port_free(self.host, self.port)
         _install_hooks()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.env}
         self._rpc_dir = private_rpc_dir(env)
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
@@ -136,12 +143,19 @@ class VLLMServer:
         if self.stream is not None:
             self._tee = threading.Thread(target=self._follow, daemon=True)
             self._tee.start()
+        return self
+
+    def wait_ready(self) -> "VLLMServer":
+        """Wait until the spawned server answers /v1/models; on failure (it died, or the timeout) it is stopped
+        and the error names its log.  ``startup_s`` counts from :meth:`spawn`."""
+        if self.proc is None:
+            raise TutorialError("the vLLM server was not started: call spawn() or start() first")
         try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - t0
+        self.startup_s = time.monotonic() - self._t0
         return self
 
     def _follow(self) -> None:
@@ -162,9 +176,9 @@ class VLLMServer:
         return lines[-1].strip()[:200] if lines else "(nothing logged yet)"
 
     def _wait_ready(self) -> None:
-        t0 = time.monotonic()
+        t0 = self._t0  # the timeout counts from the spawn
         deadline = t0 + self.startup_timeout
-        next_note = t0 + self.every
+        next_note = time.monotonic() + self.every
         while True:
             if self.on_wait is not None and time.monotonic() >= next_note:
                 self.on_wait(time.monotonic() - t0, self.last_log_line())
