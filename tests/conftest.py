@@ -108,7 +108,7 @@ EARLY_ENGINES = {  # fixture -> how to make its server (and what comes with it) 
 
 def pytest_collection_finish(session):
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in EARLY_ENGINES}
-    if not needed:
+    if not needed or session.config.option.collectonly:
         return
     import importlib.util
     import tempfile
