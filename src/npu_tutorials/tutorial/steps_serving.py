@@ -71,14 +71,20 @@ class ServingSteps:
         return out
 
     # -- serving ---------------------------------------------------------------------
-    def start_server(self, extra: list[str] | None = None) -> VLLMServer:
-        """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it."""
+    def start_server(self, extra: list[str] | None = None, *, first: str = "performance") -> VLLMServer:
+        """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it.
+        ``first``: the role of the steps right after it, "performance" or "accuracy".  On a CPU without native
+        bf16 the two run in different dtypes (:meth:`server_for`): a page whose accuracy steps come first starts
+        in theirs, and restarts once for the performance steps instead of twice."""
         self.weights.serving_path()  # one clear error when prepare_weights() has not run
         self.s.extra_flags = list(extra or [])
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
-        self.launch(self.s.dtype, "server start", meanwhile=self._reference_meanwhile(self.s.dtype))
+        dtype = self._dtype_for(first)
+        self.launch(dtype, "server start", meanwhile=self._reference_meanwhile(dtype))
+        if first == "accuracy":
+            self._note_accuracy_engine(dtype)
         srv = self.s.server
         self.s.results.server = Server(command=self._shown_command(), base_url=srv.base_url,
                                        startup_s=round(srv.startup_s, 1), models=srv.models())
@@ -130,9 +136,11 @@ class ServingSteps:
         if model is not None:
             argv[argv.index("--model") + 1] = str(model)
         argv += list(flags)
-        if not self.s.build_changes:
-            self.s.build_changes = changes
-            self.s.results.conditions.build_changes = list(changes)
+        for change in changes:  # each server's own, once (a restart in another dtype can add --dtype's)
+            if change not in self.s.build_changes:
+                self.s.build_changes.append(change)
+            if change not in self.s.results.conditions.build_changes:
+                self.s.results.conditions.build_changes.append(change)
         self.s.server_dtype = dtype
         verbose = os.environ.get("TUTORIAL_VERBOSE", "") not in ("", "0")
         self.s.server = VLLMServer(
@@ -158,7 +166,7 @@ class ServingSteps:
         """The running server in the dtype ``role`` needs: "performance" uses the build's engine dtype,
         "accuracy" the card's (on a CPU without native bf16 a bf16 engine is started for the checks;
         the other is stopped first, the two never share the RAM)."""
-        want = self.s.accuracy_dtype if role == "accuracy" else self.s.dtype
+        want = self._dtype_for(role)
         srv = self.need_server()
         if self.s.server_dtype == want:
             return srv
@@ -166,10 +174,19 @@ class ServingSteps:
         self.launch(want, f"server restart in {want} for the {role} steps",
                     meanwhile=self._reference_meanwhile(want) if role == "accuracy" else contextlib.nullcontext())
         if role == "accuracy":
-            note = C.ACCURACY_ENGINE.format(want=want, dtype=self.s.dtype)
-            if note not in self.s.results.conditions.build_changes:
-                self.s.results.conditions.build_changes.append(note)
+            self._note_accuracy_engine(want)
         return self.s.server
+
+    def _dtype_for(self, role: str) -> str:
+        if role not in ("performance", "accuracy"):
+            raise TutorialError(f"unknown server role {role!r}: 'performance' or 'accuracy'")
+        return self.s.accuracy_dtype if role == "accuracy" else self.s.dtype
+
+    def _note_accuracy_engine(self, want: str) -> None:
+        """The build change that says the checks ran on an engine of their own dtype (when it differs)."""
+        note = C.ACCURACY_ENGINE.format(want=want, dtype=self.s.dtype)
+        if want != self.s.dtype and note not in self.s.results.conditions.build_changes:
+            self.s.results.conditions.build_changes.append(note)
 
     # -- functional check ------------------------------------------------------------
     def record_completion(self, prompt: str, completion) -> Functional:

@@ -1,0 +1,100 @@
+"""Which dtype each server of a page runs in, and how many starts that costs.
+
+On a CPU without native bf16 the performance steps run on a float32 engine and the engine-vs-reference checks
+on a bfloat16 one (``ServingSteps.server_for``).  palmyra-mini's page checks accuracy first, then measures
+performance (its report's order): started for the performance steps, it restarted twice; started for the
+checks that come first (``start_server(first="accuracy")``), once.  The servers are fakes that record their
+``--dtype``; the build changes the page shows still name both engines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+
+import pytest
+
+from npu_tutorials.core.errors import TutorialError
+from npu_tutorials.engine import commands as C
+from npu_tutorials.inputs.cards import load_card
+
+
+class DtypeServer:
+    """A server that starts at once and remembers its dtype (VLLMServer's constructor, start, stop, models)."""
+    started: list[str] = []
+
+    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream):
+        self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 1.0
+
+    def start(self):
+        DtypeServer.started.append(self.argv[self.argv.index("--dtype") + 1])
+        return self
+
+    def stop(self):
+        pass
+
+    def models(self):
+        return ["palmyra-mini"]
+
+
+@pytest.fixture
+def page(monkeypatch, tmp_path):
+    """palmyra-mini's tutorial on a CPU build with the given (performance, accuracy) dtypes; fake servers."""
+    from npu_tutorials.core.progress import Progress
+    from npu_tutorials.record.schema import Conditions, Results, ResultsDoc
+    from npu_tutorials.tutorial import Tutorial, TutorialState, steps_serving
+
+    monkeypatch.setattr(steps_serving, "VLLMServer", DtypeServer)
+    monkeypatch.setattr(steps_serving.reference, "loading_meanwhile", lambda path: contextlib.nullcontext())
+
+    def make(dtype: str, accuracy: str) -> Tutorial:
+        DtypeServer.started = []
+        card = load_card("palmyra-mini")
+        doc = ResultsDoc.model_construct(model=card.key, provenance=None, results=Results())
+        doc.results.conditions = Conditions(profile="quick", dtype=dtype, dtype_note="no native bf16", eager=True)
+        state = TutorialState(card=card, backend="cpu", env=None, progress=Progress(card.key, io.StringIO()),
+                              profile_name="quick", dtype=dtype, dtype_note="no native bf16", eager_required=False,
+                              accuracy_dtype=accuracy, threads=1, mode="standin", doc=doc, artifacts=tmp_path,
+                              t0=0.0, serve_path=tmp_path / "weights")
+        shutil.copytree(card.config_path, state.serve_path, dirs_exist_ok=True)
+        state.port = lambda: 8123
+        state.bench_worker = lambda: None
+        return Tutorial(card.key, state)
+
+    return make
+
+
+def _palmyra_order(tut, first):
+    tut.serving.start_server(first=first)
+    tut.serving.server_for("accuracy")      # greedy agreement
+    tut.serving.server_for("performance")   # the input-length sweep
+    tut.serving.server_for("performance")   # the concurrency sweep
+
+
+def test_a_page_that_checks_accuracy_first_starts_in_the_checks_dtype(page):
+    tut = page("float32", "bfloat16")
+    _palmyra_order(tut, "performance")
+    assert DtypeServer.started == ["float32", "bfloat16", "float32"]  # the old start: two restarts
+
+    tut = page("float32", "bfloat16")
+    _palmyra_order(tut, "accuracy")
+    assert DtypeServer.started == ["bfloat16", "float32"]  # one restart
+    changes = tut.state.results.conditions.build_changes
+    assert C.ACCURACY_ENGINE.format(want="bfloat16", dtype="float32") in changes
+    assert C.DTYPE_FOR.format(dtype="float32", why="no native bf16") in changes  # the float32 engine's own
+    assert len(changes) == len(set(changes))
+
+
+def test_where_both_roles_share_a_dtype_one_server_serves_both(page):
+    for first in ("performance", "accuracy"):
+        tut = page("bfloat16", "bfloat16")
+        _palmyra_order(tut, first)
+        assert DtypeServer.started == ["bfloat16"]
+        assert not any("checks ran on a" in c for c in tut.state.results.conditions.build_changes)
+
+
+def test_an_unknown_role_is_one_clear_error(page):
+    tut = page("float32", "bfloat16")
+    with pytest.raises(TutorialError, match="unknown server role 'speed'"):
+        tut.serving.start_server(first="speed")
