@@ -41,9 +41,7 @@ def card():
 @pytest.fixture(scope="session")
 def tiny(card):
     """A tiny stand-in of the Qwen2 architecture (2 layers, head_dim 64, the real tokenizer)."""
-    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
-
-    return ensure_standin(card, config=tiny_config(card.config), label="tiny")
+    return _tiny_card()[1]
 
 
 # -- the real vLLM engine on the tiny stand-in, shared by the engine test modules -------------
@@ -70,6 +68,7 @@ _EARLY_TMP: list[Path] = []
 
 
 def _tiny_card():
+    """The card the engine tests serve and its tiny stand-in (the ``card`` and ``tiny`` fixtures, outside them)."""
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
@@ -77,22 +76,19 @@ def _tiny_card():
     return card, ensure_standin(card, config=tiny_config(card.config), label="tiny")
 
 
-def _raw_server(tmp: Path):
+def _raw_logits_server(path: Path, tmp: Path):
     from npu_tutorials.measure import accuracy
 
-    card, tiny = _tiny_card()
-    return tiny_server(card, tiny.path, tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
+    return tiny_server(_tiny_card()[0], path, tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600)
 
 
 def wrong_server(tmp: Path, family: str, rel: float):
     """The tiny stand-in with ``family``'s tensors perturbed by ``rel`` (test_negative_controls' wrong
     checkpoint), and its server (not started)."""
     from npu_tutorials.checks import controls
-    from npu_tutorials.measure import accuracy
 
-    card, tiny = _tiny_card()
-    meta = controls.perturb_checkpoint(tiny.path, tmp / "ckpt", rel=rel, family=family)
-    return tiny_server(card, tmp / "ckpt", tmp, accuracy.RAW_LOGITS_FLAGS, startup_timeout=600), meta
+    meta = controls.perturb_checkpoint(_tiny_card()[1].path, tmp / "ckpt", rel=rel, family=family)
+    return _raw_logits_server(tmp / "ckpt", tmp), meta
 
 
 # The wrong checkpoint: every MLP tensor of the tiny planted stand-in perturbed by rel x its RMS.  The
@@ -103,7 +99,7 @@ WRONG_FAMILY, WRONG_REL = "mlp", 3.0
 
 
 EARLY_ENGINES = {  # fixture -> how to make its server (and what comes with it) in a fresh folder
-    "raw_server": lambda tmp: (_raw_server(tmp), None),
+    "raw_server": lambda tmp: (_raw_logits_server(_tiny_card()[1].path, tmp), None),
     "wrong": lambda tmp: wrong_server(tmp, WRONG_FAMILY, WRONG_REL),
 }
 

@@ -85,8 +85,6 @@ class TutorialState:
     """The dtype the current server was started in."""
     extra_flags: list[str] = field(default_factory=list)
     """Flags the gallery script added to ``start_server()``."""
-    build_changes: list[str] = field(default_factory=list)
-    """How this build's server command differs from the card's copy-paste command, and why."""
     worker: BenchWorker | None = None
     """The one process that runs every ``vllm bench serve`` of this tutorial."""
     recorded_errors: list[str] = field(default_factory=list)

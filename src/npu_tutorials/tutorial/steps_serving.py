@@ -137,8 +137,6 @@ class ServingSteps:
             argv[argv.index("--model") + 1] = str(model)
         argv += list(flags)
         for change in changes:  # each server's own, once (a restart in another dtype can add --dtype's)
-            if change not in self.s.build_changes:
-                self.s.build_changes.append(change)
             if change not in self.s.results.conditions.build_changes:
                 self.s.results.conditions.build_changes.append(change)
         self.s.server_dtype = dtype
