@@ -115,6 +115,19 @@ show.serving.bench_plot()
 # %%
 # Raw result: :download:`qwen-1_8b-chat-bench.json <data/qwen-1_8b-chat-bench.json>`.
 #
+# GSM8K
+# -----
+# The report's first accuracy figure: the first 20 GSM8K problems, answered
+# greedily by the server as deployed.  GSM8K itself needs a dataset hub;
+# offline, GSM8K-style problems come from ``reasoning-gym``'s templates.  The
+# table says which set was used, and which engine answered.
+tut.gsm()
+show.tasks.gsm_examples()
+
+# %%
+show.tasks.gsm_table()
+
+# %%
 # Numeric consistency
 # -------------------
 # One forward pass over a fixed text: at every position, does the engine's
@@ -146,21 +159,11 @@ show.text.text_table()
 show.text.text_verdict()
 
 # %%
-# Task level
+# Chinese QA
 # ----------
 # The same five answers scored against the expected ones:
 tut.qa_scores()
 show.tasks.qa_table()
-
-# %%
-# and the report's GSM8K-20.  GSM8K itself needs a dataset hub; offline,
-# GSM8K-style problems come from ``reasoning-gym``'s templates.  The table
-# says which set was used.
-tut.gsm()
-show.tasks.gsm_examples()
-
-# %%
-show.tasks.gsm_table()
 
 # %%
 # e2e test config

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -19,10 +20,14 @@ from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.engine import commands as C
 from npu_tutorials.inputs.cards import load_card
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 class DtypeServer:
-    """A server that starts at once and remembers its dtype (VLLMServer's constructor, start, stop, models)."""
+    """A server that starts at once and remembers its dtype (VLLMServer's constructor, start, stop, models);
+    ``post`` answers every chat request with "#### 7" and records which dtype answered."""
     started: list[str] = []
+    answered: list[str] = []
 
     def __init__(self, argv, *, host, port, env, log_path, on_wait, stream):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 1.0
@@ -37,20 +42,25 @@ class DtypeServer:
     def models(self):
         return ["palmyra-mini"]
 
+    def post(self, path, body):
+        DtypeServer.answered.append(self.argv[self.argv.index("--dtype") + 1])
+        return {"choices": [{"message": {"content": "#### 7"}, "finish_reason": "stop"}]}
+
 
 @pytest.fixture
 def page(monkeypatch, tmp_path):
     """palmyra-mini's tutorial on a CPU build with the given (performance, accuracy) dtypes; fake servers."""
     from npu_tutorials.core.progress import Progress
     from npu_tutorials.record.schema import Conditions, Results, ResultsDoc
+    from npu_tutorials.inputs.weights import Weights
     from npu_tutorials.tutorial import Tutorial, TutorialState, steps_serving
 
     monkeypatch.setattr(steps_serving, "VLLMServer", DtypeServer)
     monkeypatch.setattr(steps_serving.reference, "loading_meanwhile", lambda path: contextlib.nullcontext())
 
-    def make(dtype: str, accuracy: str) -> Tutorial:
-        DtypeServer.started = []
-        card = load_card("palmyra-mini")
+    def make(dtype: str, accuracy: str, key: str = "palmyra-mini") -> Tutorial:
+        DtypeServer.started, DtypeServer.answered = [], []
+        card = load_card(key)
         doc = ResultsDoc.model_construct(model=card.key, provenance=None, results=Results())
         doc.results.conditions = Conditions(profile="quick", dtype=dtype, dtype_note="no native bf16", eager=True)
         state = TutorialState(card=card, backend="cpu", env=None, progress=Progress(card.key, io.StringIO()),
@@ -58,6 +68,7 @@ def page(monkeypatch, tmp_path):
                               accuracy_dtype=accuracy, threads=1, mode="standin", doc=doc, artifacts=tmp_path,
                               t0=0.0, serve_path=tmp_path / "weights")
         shutil.copytree(card.config_path, state.serve_path, dirs_exist_ok=True)
+        state.weights = Weights(state.serve_path, "stand-in", "stand-in", seed=card.stand_in.seed)
         state.port = lambda: 8123
         state.bench_worker = lambda: None
         return Tutorial(card.key, state)
@@ -98,3 +109,27 @@ def test_an_unknown_role_is_one_clear_error(page):
     tut = page("float32", "bfloat16")
     with pytest.raises(TutorialError, match="unknown server role 'speed'"):
         tut.serving.start_server(first="speed")
+
+
+def test_task_scores_run_on_the_deployment_as_served(page):
+    """Qwen-1_8B-Chat's page follows its report: the benchmark, then GSM8K (a task score: the deployment as
+    served), then the engine-vs-reference checks.  Without native bf16: GSM answered in float32 before the one
+    restart into bfloat16, not in emulated bf16; the table says which engine answered."""
+    tut = page("float32", "bfloat16", key="qwen-1_8b-chat")
+    tut.serving.start_server()
+    tut.serving.server_for("performance")   # the benchmark
+    gsm = tut.accuracy.gsm()
+    tut.serving.server_for("accuracy")      # numeric and text consistency
+    assert DtypeServer.started == ["float32", "bfloat16"]
+    assert set(DtypeServer.answered) == {"float32"} and gsm.engine_dtype == "float32"
+    assert gsm.total == len(DtypeServer.answered)
+    from npu_tutorials.record.schema import ResultsDoc
+    from npu_tutorials.views import Views
+
+    doc = ResultsDoc.model_validate_json((REPO / "results/qwen-1_8b-chat/cpu-amd-epyc-2c-bf16.json").read_text())
+    doc.results.gsm = gsm  # a recorded page's provenance, this GSM score: the table names the engine that answered
+    assert "cpu engine, float32" in Views(doc, load_card("qwen-1_8b-chat")).tasks.gsm_table().note
+
+    tut = page("bfloat16", "bfloat16", key="qwen-1_8b-chat")
+    tut.serving.start_server()
+    assert tut.accuracy.gsm().engine_dtype == "bfloat16" and DtypeServer.started == ["bfloat16"]

@@ -333,6 +333,7 @@ class TaskScore(StrictModel):
     max_tokens: int
     truncated: int = Field(0, description="answers cut off by max_tokens")
     meaningful_for_model_quality: bool
+    engine_dtype: str = Field("", description="the dtype of the engine that answered ('' in older documents)")
 
 
 class Results(StrictModel):

@@ -126,7 +126,7 @@ class AccuracySteps:
         out = TaskScore(source="the report's five questions (model card)", rows=rows,
                         correct=sum(r.correct for r in rows), total=len(rows), max_tokens=qa.max_tokens,
                         truncated=sum(len(r.engine_ids) >= qa.max_tokens for r in text.rows),
-                        meaningful_for_model_quality=self.s.real)
+                        meaningful_for_model_quality=self.s.real, engine_dtype=text.engine_dtype)
         self.s.results.qa = out
         return out
 
@@ -137,7 +137,9 @@ class AccuracySteps:
         gs = self._gsm_set()
         problems = gs.problems
         source = gs.source + (f" (GSM8K not used: {gs.fallback_reason})" if gs.fallback_reason else "")
-        srv, model = self.serving.server_for("accuracy"), self.s.model
+        # a task score measures the deployment as it is served (on a CPU without native bf16: float32), not the
+        # engine-vs-reference arithmetic, so it needs no engine of the checks' dtype
+        srv, model = self.serving.server_for("task"), self.s.model
 
         def ask(p):
             r = srv.post("/v1/chat/completions", {
@@ -151,7 +153,7 @@ class AccuracySteps:
                 for (o, _), p in zip(outs, problems)]
         out = TaskScore(source=source, rows=rows, correct=sum(r.correct for r in rows), total=len(rows),
                         max_tokens=size.max_tokens, truncated=sum(f == "length" for _, f in outs),
-                        meaningful_for_model_quality=self.s.real)
+                        meaningful_for_model_quality=self.s.real, engine_dtype=self.s.server_dtype)
         self.s.results.gsm = out
         return out
 

@@ -24,6 +24,10 @@ from ..engine.server import HOST, VLLMServer
 from .state import TutorialState
 from .steps_weights import WeightsSteps
 
+# What each server role runs in (ServingSteps.server_for): "performance" and "task" the build's engine dtype,
+# "accuracy" the card's
+ROLES = ("performance", "task", "accuracy")
+
 
 class ServingSteps:
     """The offline example, the server (started, restarted in another dtype, or in another configuration),
@@ -73,9 +77,9 @@ class ServingSteps:
     # -- serving ---------------------------------------------------------------------
     def start_server(self, extra: list[str] | None = None, *, first: str = "performance") -> VLLMServer:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) and wait for it.
-        ``first``: the role of the steps right after it, "performance" or "accuracy".  On a CPU without native
-        bf16 the two run in different dtypes (:meth:`server_for`): a page whose accuracy steps come first starts
-        in theirs, and restarts once for the performance steps instead of twice."""
+        ``first``: the role of the steps right after it, one of ``ROLES``.  On a CPU without native bf16 the
+        accuracy steps run in another dtype than the others (:meth:`server_for`): a page whose accuracy steps
+        come first starts in theirs, and restarts once for the performance steps instead of twice."""
         self.weights.serving_path()  # one clear error when prepare_weights() has not run
         self.s.extra_flags = list(extra or [])
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
@@ -161,9 +165,10 @@ class ServingSteps:
         return self.s.server
 
     def server_for(self, role: str) -> VLLMServer:
-        """The running server in the dtype ``role`` needs: "performance" uses the build's engine dtype,
-        "accuracy" the card's (on a CPU without native bf16 a bf16 engine is started for the checks;
-        the other is stopped first, the two never share the RAM)."""
+        """The running server in the dtype ``role`` needs: "performance" and "task" (task scores measure the
+        deployment as it is served) use the build's engine dtype, "accuracy" (the engine-vs-reference checks)
+        the card's; on a CPU without native bf16 a bf16 engine is started for the checks, the other is stopped
+        first (the two never share the RAM)."""
         want = self._dtype_for(role)
         srv = self.need_server()
         if self.s.server_dtype == want:
@@ -176,8 +181,8 @@ class ServingSteps:
         return self.s.server
 
     def _dtype_for(self, role: str) -> str:
-        if role not in ("performance", "accuracy"):
-            raise TutorialError(f"unknown server role {role!r}: 'performance' or 'accuracy'")
+        if role not in ROLES:
+            raise TutorialError(f"unknown server role {role!r}: {', '.join(map(repr, ROLES))}")
         return self.s.accuracy_dtype if role == "accuracy" else self.s.dtype
 
     def _note_accuracy_engine(self, want: str) -> None:

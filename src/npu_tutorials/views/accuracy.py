@@ -196,7 +196,7 @@ class TaskViews(BaseViews):
     def _task_table(self, key: str, caption: str) -> Table:
         s = self.need(key)
         rows = [[r.question, r.expected, r.output, _("correct") if r.correct else _("wrong")] for r in s.rows]
-        notes = []
+        notes = [self._answered_by(s)]
         if not s.meaningful_for_model_quality:
             notes.append(_("Stand-in weights: this score measures nothing about the model; "
                            "it shows the pipeline runs."))
@@ -206,6 +206,11 @@ class TaskViews(BaseViews):
         return Table([_("question"), _("expected"), _("engine output"), _("result")], rows,
                      caption=_("{task}: {correct} / {total} correct", task=caption, correct=s.correct, total=s.total),
                      note=sentences(notes))
+
+    def _answered_by(self, s) -> str:
+        """Which engine a task score's answers came from (the GSM set: the deployment as served; QA: the
+        text-consistency engine, in the card's dtype)."""
+        return _("Answered by the {engine}.", engine=self.engine_label(s))
 
     def qa_table(self) -> Table:
         """The report's questions, the engine's answers and whether each is correct."""
@@ -229,7 +234,7 @@ class TaskViews(BaseViews):
                 [_("answered correctly"), f"{s.correct} / {s.total}", f"{rep.get('correct')} / {rep.get('total')}"],
                 [_("accuracy"), f"{100 * s.correct / s.total:.1f} %", f"{rep.get('accuracy_pct')} %"],
                 [_("max new tokens"), s.max_tokens, "–"], [_("answers cut off at the limit"), s.truncated, "–"]]
-        notes = []
+        notes = [self._answered_by(s)]
         if not s.meaningful_for_model_quality:
             notes.append(_("Stand-in weights: the score says nothing about the model; the pipeline (problems, "
                            "generation, answer extraction, scoring) is what ran."))
