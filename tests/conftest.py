@@ -98,9 +98,19 @@ def wrong_server(tmp: Path, family: str, rel: float):
 WRONG_FAMILY, WRONG_REL = "mlp", 3.0
 
 
-EARLY_ENGINES = {  # fixture -> how to make its server (and what comes with it) in a fresh folder
+def _served_cpu_set(tmp: Path):
+    """test_deploy's default route, pasted as a reader would; its server step starts the graph-mode engine."""
+    from npu_tutorials.inputs.cards import load_card
+    from test_deploy import DEFAULT_ROUTE, CpuSetRun
+
+    return CpuSetRun(load_card(DEFAULT_ROUTE), tmp, "served"), None
+
+
+EARLY_ENGINES = {  # fixture -> how to make its server (and what comes with it) in a fresh folder; each has
+    # spawn() (start, do not wait), wait_ready(), start() (both) and stop()
     "raw_server": lambda tmp: (_raw_logits_server(_tiny_card()[1].path, tmp), None),
     "wrong": lambda tmp: wrong_server(tmp, WRONG_FAMILY, WRONG_REL),
+    "served_cpu_set": _served_cpu_set,
 }
 
 

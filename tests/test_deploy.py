@@ -217,35 +217,75 @@ class Session:
             while group_alive(p.pid) and time.monotonic() < deadline:  # reaped by init, not by us
                 time.sleep(0.2)
             assert not group_alive(p.pid), "the server's process group outlived the test"
+        self.servers.clear()  # closed once (finish, then the fixture's teardown)
         shutil.rmtree(self.rpc, ignore_errors=True)
 
 
 OFFLINE_ONLY = ("env", "convert", "offline")  # the offline script and what it needs pasted before it
 
 
-def _run_cpu_set(card, standin: Path, tmp: Path, part: str = "all") -> dict[str, float]:
-    """Run the card's CPU set in order in ``tmp``, asserting each step's effect; tear down even on failure.
-    ``part``: "all", "served" (every step but the offline script) or "offline" (the offline script and the
-    steps before it it needs).  Returns the seconds per step."""
-    from npu_tutorials.engine.server import free_port
+class CpuSetRun:
+    """The card's CPU set pasted in order in ``tmp``, each step's effect asserted, torn down even on failure,
+    in two halves: :meth:`spawn` pastes the steps up to the server (which keeps starting in the background),
+    :meth:`finish` the rest (the health step waits for the server).  ``part``: "all", "served" (every step but
+    the offline script) or "offline" (the offline script and the steps before it it needs).
+    ``tests/conftest.py`` spawns the default route's served set when collection ends (an early engine, like
+    ``raw_server``), so its graph-mode start overlaps the fast tests before it."""
 
-    work = tmp / "host"
-    work.mkdir(parents=True)
-    path = work / card.name  # where the reader's download would be: the tiny stand-in, linked
-    path.symlink_to(standin, target_is_directory=True)
-    name = card.serve.served_model_name
-    steps = deploy.cpu_set(card, path=path, port=free_port(), repo=ROOT)
-    if part == "served":
-        steps = [s for s in steps if s.key != "offline"]
-    elif part == "offline":
-        steps = [s for s in steps if s.key in OFFLINE_ONLY]
-    session = Session(work)
-    try:
-        out = {}
-        for step in steps:
-            out[step.key] = session.run(step)
+    def __init__(self, card, tmp: Path, part: str = "all"):
+        from npu_tutorials.engine.server import free_port
+        from npu_tutorials.inputs.standin import ensure_standin, tiny_config
+
+        self.card, self.part = card, part
+        standin = ensure_standin(card, config=tiny_config(card.config), label="tiny").path
+        self.work = tmp / "host"
+        self.work.mkdir(parents=True)
+        self.path = self.work / card.name  # where the reader's download would be: the tiny stand-in, linked
+        self.path.symlink_to(standin, target_is_directory=True)
+        steps = deploy.cpu_set(card, path=self.path, port=free_port(), repo=ROOT)
+        if part == "served":
+            steps = [s for s in steps if s.key != "offline"]
+        elif part == "offline":
+            steps = [s for s in steps if s.key in OFFLINE_ONLY]
+        self.steps, self.done, self.out = steps, 0, {}
+        self.session = Session(self.work)
+        self.t0 = time.monotonic()
+
+    def spawn(self) -> "CpuSetRun":
+        """Paste the steps up to and including the server's (all of them where there is none)."""
+        last = next((i for i, s in enumerate(self.steps) if s.server), len(self.steps) - 1)
+        try:
+            self._paste(last + 1)
+        except BaseException:
+            self.session.close()
+            raise
+        return self
+
+    def wait_ready(self) -> "CpuSetRun":
+        return self  # the set's own health step waits for its server
+
+    def start(self) -> "CpuSetRun":
+        return self.spawn().wait_ready()
+
+    def stop(self) -> None:
+        self.session.close()
+
+    def finish(self) -> dict[str, float]:
+        """Paste the remaining steps; the server is stopped whatever happens.  Returns the seconds per step."""
+        try:
+            self._paste(len(self.steps))
+            assert [s.key for s in self.steps][-1] == ("offline" if self.part == "offline" else "bench")
+        finally:
+            self.session.close()
+        return self.session.times
+
+    def _paste(self, upto: int) -> None:
+        card, name, out = self.card, self.card.serve.served_model_name, self.out
+        for step in self.steps[self.done:upto]:
+            self.done += 1
+            out[step.key] = self.session.run(step)
             if step.key == "convert":
-                cfg = json.loads((Path(f"{path}-qwen2") / "config.json").read_text())
+                cfg = json.loads((Path(f"{self.path}-qwen2") / "config.json").read_text())
                 assert cfg["architectures"] == ["Qwen2ForCausalLM"]
             elif step.key == "offline":
                 prompt = card.functional.prompt
@@ -269,29 +309,38 @@ def _run_cpu_set(card, standin: Path, tmp: Path, part: str = "all") -> dict[str,
             elif step.key == "client":
                 assert out["client"].stdout.splitlines()[0] == name
             elif step.key == "bench":
-                res = json.loads((work / deploy.bench_file(card)).read_text())
+                res = json.loads((self.work / deploy.bench_file(card)).read_text())
                 prof = card.benchmark.profiles[deploy.bench_profile(card, "cpu")]
                 assert res["completed"] == prof.num_prompts and res["failed"] == 0
-        assert [s.key for s in steps][-1] == ("offline" if part == "offline" else "bench")
-    finally:
-        session.close()
-    return session.times
+
+
+@pytest.fixture
+def served_cpu_set(tmp_path):
+    """The default route's served set, its server pasted when collection ended (conftest.EARLY_ENGINES)."""
+    from conftest import claim_engine
+
+    run, _ = claim_engine("served_cpu_set", tmp_path)
+    yield run
+    run.stop()
 
 
 @pytest.mark.engine
+def test_the_default_cpu_set_works_pasted_in_order(served_cpu_set):
+    times = served_cpu_set.finish()
+    print(f"\n{DEFAULT_ROUTE} (served): the CPU set took {time.monotonic() - served_cpu_set.t0:.0f} s from "
+          f"its first step; per step (s) {times}")
+
+
+@pytest.mark.engine
+@pytest.mark.slow
 @pytest.mark.parametrize("key,part", [
-    pytest.param(DEFAULT_ROUTE, "served", id=f"{DEFAULT_ROUTE}-served"),
-    pytest.param(DEFAULT_ROUTE, "offline", id=f"{DEFAULT_ROUTE}-offline", marks=pytest.mark.slow),
-    *[pytest.param(k, "all", id=k, marks=pytest.mark.slow) for k in RUN_ROUTES if k != DEFAULT_ROUTE]])
+    pytest.param(DEFAULT_ROUTE, "offline", id=f"{DEFAULT_ROUTE}-offline"),
+    *[pytest.param(k, "all", id=k) for k in RUN_ROUTES if k != DEFAULT_ROUTE]])
 def test_the_cpu_set_works_pasted_in_order(key, part, tmp_path):
     require_vllm()
-    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
-
-    card = load_card(key)
-    standin = ensure_standin(card, config=tiny_config(card.config), label="tiny").path
-    t0 = time.monotonic()
-    times = _run_cpu_set(card, standin, tmp_path, part)
-    print(f"\n{key} ({part}): the CPU set took {time.monotonic() - t0:.0f} s; per step (s) {times}")
+    run = CpuSetRun(load_card(key), tmp_path, part)
+    times = run.spawn().finish()
+    print(f"\n{key} ({part}): the CPU set took {time.monotonic() - run.t0:.0f} s; per step (s) {times}")
 
 
 def test_the_build_runs_the_copy_paste_offline_script_with_its_own_settings():
