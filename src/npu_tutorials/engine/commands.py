@@ -39,7 +39,8 @@ ACCURACY_ENGINE = N_("the engine-vs-reference checks ran on a {want} engine star
 # function correctly"; seen here: every engine thread allowed on both cores with the variable at 0, the
 # worker's threads on one core each without it).  A CI build with it on a family 25 EPYC measured
 # Qwen-1_8B-Chat's output throughput at 0.80, 0.94 and 0.85 of its baseline (gate limit 0.887); a family 26
-# EPYC showed no difference (3 alternating runs each way); the pages keep the executor their baselines had.
+# EPYC showed no difference (3 alternating runs each way); the pages keep the executor their baselines had.  The
+# one page engine that runs with it: the checks' own engine on a CPU without native bf16 (CPU_CHECKS_IN_PROCESS).
 IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 CPU_OFFLINE_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the engine runs inside the script's "
                             "process instead of starting an engine process and a worker process (each imports vLLM "
@@ -51,8 +52,14 @@ NO_COMPILE_ENV = {"TORCH_COMPILE_DISABLE": "1"}
 CPU_NO_COMPILE = N_("TORCH_COMPILE_DISABLE=1 on the CPU build, whose engines all run eager: vLLM would still compile "
                     "one helper (the sampled token's rank among the logprobs) on the first logprobs request; "
                     "eager PyTorch counts the same ranks")
+# The engine a CPU without native bf16 starts for the engine-vs-reference checks alone (ServingSteps.launch):
+# it measures no speed, like the tests' servers, so its worker runs in its engine process (one process fewer to
+# start, each importing vLLM anew: about 8 s of every such restart here)
+CPU_CHECKS_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 for the {want} engine of the checks: it measures no "
+                           "speed, so its worker runs in its engine process instead of a process of its own (one "
+                           "process fewer to start)")
 BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
-                 CPU_NO_COMPILE)
+                 CPU_NO_COMPILE, CPU_CHECKS_IN_PROCESS)
 
 
 # Architectures that current vLLM no longer serves natively, and the layout we convert them to.

@@ -140,6 +140,9 @@ class ServingSteps:
         if model is not None:
             argv[argv.index("--model") + 1] = str(model)
         argv += list(flags)
+        if self.s.backend == "cpu" and dtype != self.s.dtype:  # the checks' engine alone: it measures no speed
+            env = {**C.IN_PROCESS_ENV, **(env or {})}
+            changes.append(C.CPU_CHECKS_IN_PROCESS.format(want=dtype))
         for change in changes:  # each server's own, once (a restart in another dtype can add --dtype's)
             if change not in self.s.results.conditions.build_changes:
                 self.s.results.conditions.build_changes.append(change)
@@ -156,7 +159,7 @@ class ServingSteps:
 
     def _shown_command(self) -> str:
         shown = ["python", *self.s.server.argv[1:]]
-        return scrub(format_command(shown, self.s.run_env), self.s.path_placeholders())
+        return scrub(format_command(shown, self.s.server.env), self.s.path_placeholders())
 
     def need_server(self) -> VLLMServer:
         """The running server, or one clear error that ``start_server()`` has not run."""
