@@ -139,8 +139,10 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
     basis = basis.T.float().contiguous()               # rows: orthonormal directions
     const, e_in, e_out = basis[0], basis[1:1 + nmem], basis[1 + nmem:1 + 2 * nmem]
     idx = torch.from_numpy(code.codes.astype(np.int64)) + torch.arange(d) * q   # vocab x digits
-    in_code = torch.nn.functional.embedding_bag(idx, e_in, mode="sum") / math.sqrt(d)
-    out_code = torch.nn.functional.embedding_bag(idx, e_out, mode="sum") / math.sqrt(d)
+    # in place where a temporary of vocabulary x hidden floats would be dropped at once (the same operations,
+    # so the same bytes): fresh memory is the costly part (see noise_ below)
+    in_code = torch.nn.functional.embedding_bag(idx, e_in, mode="sum").div_(math.sqrt(d))
+    out_code = torch.nn.functional.embedding_bag(idx, e_out, mode="sum").div_(math.sqrt(d))
 
     sq = math.sqrt(h)
     top = min(TOP, 0.5 * sq)
@@ -151,7 +153,10 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
         gain = max(2.0, 4.0 * c_in ** 2 / c_out)  # the next token's logit must beat the current token's
     else:
         c_out, c_in, gain = 0.0, math.sqrt(1.0 - c_u ** 2), 2.0
-    tensors = {"model.embed_tokens.weight": c_u * const[None, :] + c_in * in_code + c_out * out_code}
+    # c_u * const + c_in * in_code + c_out * out_code, in that order (in_code is not used again)
+    embed = in_code.mul_(c_in).add_(c_u * const[None, :])
+    tensors = {"model.embed_tokens.weight": embed.add_(c_out * out_code)}
+    del in_code
     per_layer = gain / layers           # output-code norm each layer's memory adds (the embedding has norm 1)
     noise = NOISE * per_layer
     target = ((torch.arange(q)[None, :] + torch.from_numpy(code.shift.astype(np.int64))[:, None]) % q
@@ -160,8 +165,16 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
     silu_rms, on = _silu_rms(), _silu(GATE)
     bar = progress.bar(layers, "stand-in layers") if progress is not None else None
 
-    def noise_(*shape: int, std: float):
-        return torch.randn(shape, generator=gen).mul_(std)  # in place: one tensor, not two
+    # each layer's fp32 drafts are drawn into the same buffers (converted to bf16 before the next layer draws):
+    # fresh memory is the costly part here (the kernel zeroes every new page, and on a VM that returns freed
+    # pages to its host each first touch costs more), the draws and their order are the same
+    scratch: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
+
+    def noise_(name: str, *shape: int, std: float):
+        buf = scratch.get((name, shape))
+        if buf is None:
+            buf = scratch[(name, shape)] = torch.empty(shape)
+        return torch.randn(shape, generator=gen, out=buf).mul_(std)  # in place: one tensor, not two
 
     for i in range(layers):
         p = f"model.layers.{i}."
@@ -169,17 +182,17 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
         x = math.sqrt(1.0 + (i * per_layer) ** 2 + (2 * i + 1) * noise ** 2)
         t = {
             "input_layernorm.weight": torch.ones(h),
-            "self_attn.q_proj.weight": noise_(heads * hd, h, std=1 / sq),
-            "self_attn.q_proj.bias": noise_(heads * hd, std=0.1),
-            "self_attn.k_proj.weight": noise_(kv * hd, h, std=1 / sq),
-            "self_attn.k_proj.bias": noise_(kv * hd, std=0.1),
-            "self_attn.v_proj.weight": noise_(kv * hd, h, std=1 / sq),
-            "self_attn.v_proj.bias": noise_(kv * hd, std=0.1),
-            "self_attn.o_proj.weight": noise_(h, heads * hd, std=noise / (sq * math.sqrt(heads * hd))),
+            "self_attn.q_proj.weight": noise_("q", heads * hd, h, std=1 / sq),
+            "self_attn.q_proj.bias": noise_("qb", heads * hd, std=0.1),
+            "self_attn.k_proj.weight": noise_("k", kv * hd, h, std=1 / sq),
+            "self_attn.k_proj.bias": noise_("kb", kv * hd, std=0.1),
+            "self_attn.v_proj.weight": noise_("v", kv * hd, h, std=1 / sq),
+            "self_attn.v_proj.bias": noise_("vb", kv * hd, std=0.1),
+            "self_attn.o_proj.weight": noise_("o", h, heads * hd, std=noise / (sq * math.sqrt(heads * hd))),
             "post_attention_layernorm.weight": torch.ones(h),
         }
-        gate, up = noise_(inter, h, std=1 / sq), noise_(inter, h, std=1 / sq)
-        down = noise_(h, inter, std=noise / (silu_rms * math.sqrt((inter - nmem) * h)))
+        gate, up = noise_("gate", inter, h, std=1 / sq), noise_("up", inter, h, std=1 / sq)
+        down = noise_("down", h, inter, std=noise / (silu_rms * math.sqrt((inter - nmem) * h)))
         p_in = c_in / math.sqrt(d) * sq / x      # what the normed input holds along one active digit direction
         p_u = c_u * sq / x                       # ... and along the constant direction
         gate[:nmem] = e_in * (2 * GATE / p_in) - const[None, :] * (GATE / p_u)
