@@ -153,10 +153,9 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
         gain = max(2.0, 4.0 * c_in ** 2 / c_out)  # the next token's logit must beat the current token's
     else:
         c_out, c_in, gain = 0.0, math.sqrt(1.0 - c_u ** 2), 2.0
-    # c_u * const + c_in * in_code + c_out * out_code, in that order (in_code is not used again)
+    # c_u * const + c_in * in_code + c_out * out_code, in that order, in in_code's memory (not used again)
     embed = in_code.mul_(c_in).add_(c_u * const[None, :])
     tensors = {"model.embed_tokens.weight": embed.add_(c_out * out_code)}
-    del in_code
     per_layer = gain / layers           # output-code norm each layer's memory adds (the embedding has norm 1)
     noise = NOISE * per_layer
     target = ((torch.arange(q)[None, :] + torch.from_numpy(code.shift.astype(np.int64))[:, None]) % q

@@ -87,8 +87,6 @@ class ServingSteps:
         self.s.bench_worker()
         dtype = self._dtype_for(first)
         self.launch(dtype, "server start", meanwhile=self._reference_meanwhile(dtype))
-        if first == "accuracy":
-            self._note_accuracy_engine(dtype)
         srv = self.s.server
         self.s.results.server = Server(command=self._shown_command(), base_url=srv.base_url,
                                        startup_s=round(srv.startup_s, 1), models=srv.models())
@@ -142,7 +140,8 @@ class ServingSteps:
         argv += list(flags)
         if self.s.backend == "cpu" and dtype != self.s.dtype:  # the checks' engine alone: it measures no speed
             env = {**C.IN_PROCESS_ENV, **(env or {})}
-            changes.append(C.CPU_CHECKS_IN_PROCESS.format(want=dtype))
+            changes += [C.ACCURACY_ENGINE.format(want=dtype, dtype=self.s.dtype),
+                        C.CPU_CHECKS_IN_PROCESS.format(want=dtype)]
         for change in changes:  # each server's own, once (a restart in another dtype can add --dtype's)
             if change not in self.s.results.conditions.build_changes:
                 self.s.results.conditions.build_changes.append(change)
@@ -179,20 +178,12 @@ class ServingSteps:
         srv.stop()
         self.launch(want, f"server restart in {want} for the {role} steps",
                     meanwhile=self._reference_meanwhile(want) if role == "accuracy" else contextlib.nullcontext())
-        if role == "accuracy":
-            self._note_accuracy_engine(want)
         return self.s.server
 
     def _dtype_for(self, role: str) -> str:
         if role not in ROLES:
             raise TutorialError(f"unknown server role {role!r}: {', '.join(map(repr, ROLES))}")
         return self.s.accuracy_dtype if role == "accuracy" else self.s.dtype
-
-    def _note_accuracy_engine(self, want: str) -> None:
-        """The build change that says the checks ran on an engine of their own dtype (when it differs)."""
-        note = C.ACCURACY_ENGINE.format(want=want, dtype=self.s.dtype)
-        if want != self.s.dtype and note not in self.s.results.conditions.build_changes:
-            self.s.results.conditions.build_changes.append(note)
 
     # -- functional check ------------------------------------------------------------
     def record_completion(self, prompt: str, completion) -> Functional:
