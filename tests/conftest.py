@@ -31,11 +31,14 @@ def shared_ref() -> Path:
     return SHARED
 
 
+TINY_MODEL = "qwen2.5-0.5b"  # the card whose tiny stand-in the engine tests serve (card, tiny, the early engines)
+
+
 @pytest.fixture(scope="session")
 def card():
     from npu_tutorials.inputs.cards import load_card
 
-    return load_card("qwen2.5-0.5b")
+    return load_card(TINY_MODEL)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +75,7 @@ def _tiny_card():
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
-    card = load_card("qwen2.5-0.5b")
+    card = load_card(TINY_MODEL)
     return card, ensure_standin(card, config=tiny_config(card.config), label="tiny")
 
 

@@ -167,12 +167,12 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
     # each layer's fp32 drafts are drawn into the same buffers (converted to bf16 before the next layer draws):
     # fresh memory is the costly part here (the kernel zeroes every new page, and on a VM that returns freed
     # pages to its host each first touch costs more), the draws and their order are the same
-    scratch: dict[tuple[str, tuple[int, ...]], torch.Tensor] = {}
+    scratch: dict[str, torch.Tensor] = {}  # one buffer per tensor of a layer (every layer has the same shapes)
 
     def noise_(name: str, *shape: int, std: float):
-        buf = scratch.get((name, shape))
+        buf = scratch.get(name)
         if buf is None:
-            buf = scratch[(name, shape)] = torch.empty(shape)
+            buf = scratch[name] = torch.empty(shape)
         return torch.randn(shape, generator=gen, out=buf).mul_(std)  # in place: one tensor, not two
 
     for i in range(layers):
