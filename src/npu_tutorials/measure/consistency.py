@@ -32,6 +32,7 @@ from ..inputs.weights import STANDIN_VERDICT
 VERDICT_METRICS = (N_("top-1 agreement, all positions"), N_("perplexity relative difference"),
                    N_("logits cosine (full vocabulary)"), N_("KL divergence (nats)"), N_("first-token agreement"),
                    N_("mean match rate"), N_("identical greedy outputs"))
+# what a verdict's split lines are called: metrics.split_checks
 
 
 def engine_greedy(server: VLLMServer, model: str, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:
@@ -68,7 +69,12 @@ class ConsistencyReport:
     @property
     def decisive(self) -> dict:
         """``metrics.decisive_top1`` over the positions (top-1 on decisive positions beside the plain figure)."""
-        return metrics.decisive_top1(self.per_position)
+        return metrics.decisive_top1(self.per_position, self.bound)
+
+    @property
+    def bound(self) -> float:
+        """The normalized MSE (%) within which a flip at a near-tie is rounding (the card's, or the default)."""
+        return float(self.thresholds.get("near_tie_nmse_pct_max") or metrics.NEAR_TIE_NMSE_PCT_MAX)
 
     @property
     def ppl_rel_diff_pct(self) -> float:
@@ -91,6 +97,7 @@ class ConsistencyReport:
              self.ppl_rel_diff_pct < t["ppl_rel_diff_pct_max"]),
             ("logits cosine (full vocabulary)", fmt(self.cosine, 7), f"> {t['cosine_min']}", self.cosine > t["cosine_min"]),
             ("KL divergence (nats)", fmt(self.kl_nats), f"< {t['kl_max']}", self.kl_nats < t["kl_max"]),
+            *metrics.split_checks(self.decisive["flip_kinds"], self.bound),
         ]
         return Verdict(checks, _caveat(self.real_weights))
 
@@ -115,7 +122,8 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
     form = one_form([r["compared_as"] for r in rows])
     eng_lp, ref_lp = np.array(eng_lp), np.array(ref_lp)
     return ConsistencyReport(
-        num_tokens=len(ids), top1_pct=metrics.decisive_top1(rows)["top1_pct"],
+        num_tokens=len(ids),
+        top1_pct=metrics.decisive_top1(rows, check.thresholds.near_tie_nmse_pct_max)["top1_pct"],
         ppl_engine=float(np.exp(-eng_lp.mean())), ppl_reference=float(np.exp(-ref_lp.mean())),
         cosine=float(np.mean([r["cosine"] for r in rows])), kl_nats=float(np.mean([r["kl_nats"] for r in rows])),
         positions=ends, per_position_logprob_diff=(eng_lp - ref_lp).tolist(),
@@ -210,21 +218,39 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
     return rows
 
 
-def greedy_summary(rows: list[TextRow]) -> dict:
+def split_kinds(rows: list[TextRow], nmse_pct_max: float) -> list[str | None]:
+    """Per row: None where engine and reference agree to the end, else :func:`metrics.split_kind` of its first
+    divergence (a row measured without errors cannot excuse a split)."""
+    return [None if r.first_divergence is None else metrics.split_kind(r.error_at_divergence, nmse_pct_max)
+            for r in rows]
+
+
+def greedy_summary(rows: list[TextRow], nmse_pct_max: float = metrics.NEAR_TIE_NMSE_PCT_MAX) -> dict:
     """``{"prompts", "first_token_agreement_pct", "mean_match_rate_pct", "exact", "divergences",
-    "divergences_at_decisive"}``; the last counts divergences where the reference's margin exceeded
-    the engine's error spread (needs rows measured with ``measure_errors``; None otherwise)."""
+    "divergences_at_decisive", "strict_first_token_agreement_pct", "strict_mean_match_rate_pct", **split_counts}``.
+
+    A row that parts at a near-tie within the bound (:func:`metrics.split_kind`) agrees as far as the
+    comparison can judge: after the split the two continue different prefixes.  So it counts as agreeing in
+    the first-token agreement (where it parted at the first token) and as a full match in the mean match rate;
+    the ``strict_`` figures count every split against.  ``divergences_at_decisive`` counts divergences where
+    the reference's margin exceeded the engine's error (None where some row was measured without errors)."""
     if not rows:
         raise ValueError("no rows")
+    kinds = split_kinds(rows, nmse_pct_max)
     div = [r for r in rows if r.first_divergence is not None]
     measured = all(r.error_at_divergence is not None for r in div if r.first_divergence < len(r.reference_ids))
+    rates = [metrics.sequence_match(r.engine_ids, r.reference_ids)["match_rate"] for r in rows]
+    ok = [k is not None and metrics.excused(k) for k in kinds]
     return {"prompts": len(rows),
-            "first_token_agreement_pct": 100.0 * sum(r.first_token_same for r in rows) / len(rows),
-            "mean_match_rate_pct": 100.0 * float(np.mean([metrics.sequence_match(r.engine_ids, r.reference_ids)
-                                                          ["match_rate"] for r in rows])),
+            "first_token_agreement_pct": 100.0 * sum(r.first_token_same or (e and r.first_divergence == 0)
+                                                     for r, e in zip(rows, ok)) / len(rows),
+            "mean_match_rate_pct": 100.0 * float(np.mean([1.0 if e else m for m, e in zip(rates, ok)])),
+            "strict_first_token_agreement_pct": 100.0 * sum(r.first_token_same for r in rows) / len(rows),
+            "strict_mean_match_rate_pct": 100.0 * float(np.mean(rates)),
             "exact": sum(r.exact for r in rows), "divergences": len(div),
             "divergences_at_decisive": (sum(bool(r.error_at_divergence and r.error_at_divergence["decisive"])
-                                            for r in div) if measured else None)}
+                                            for r in div) if measured else None),
+            **metrics.split_counts([k for k in kinds if k is not None])}
 
 
 def _caveat(real_weights: bool) -> str:
@@ -232,19 +258,28 @@ def _caveat(real_weights: bool) -> str:
 
 
 def greedy_verdict(rows: list[TextRow], *, first_token_pct_min: float, mean_match_pct_min: float,
+                   near_tie_nmse_pct_max: float = metrics.NEAR_TIE_NMSE_PCT_MAX,
                    real_weights: bool = False) -> Verdict:
-    """PASS when first-token agreement and the mean match rate reach their thresholds."""
-    s = greedy_summary(rows)
+    """PASS when first-token agreement and the mean match rate (near-tie splits excused: :func:`greedy_summary`)
+    reach their thresholds, no split is at a decisive position, and every near-tie split's error is within
+    ``near_tie_nmse_pct_max``."""
+    s = greedy_summary(rows, near_tie_nmse_pct_max)
+    kinds = [k for k in split_kinds(rows, near_tie_nmse_pct_max) if k is not None]
     return Verdict([
         ("first-token agreement", f"{s['first_token_agreement_pct']:.1f} %", f">= {first_token_pct_min} %",
          s["first_token_agreement_pct"] >= first_token_pct_min),
         ("mean match rate", f"{s['mean_match_rate_pct']:.1f} %", f">= {mean_match_pct_min} %",
          s["mean_match_rate_pct"] >= mean_match_pct_min),
+        *metrics.split_checks(kinds, near_tie_nmse_pct_max),
     ], _caveat(real_weights))
 
 
-def text_verdict(rows: list[TextRow], *, exact_min: int, real_weights: bool = False) -> Verdict:
-    """PASS when at least ``exact_min`` of the greedy texts are identical to the reference's."""
-    exact = sum(r.exact for r in rows)
-    return Verdict([("identical greedy outputs", f"{exact} / {len(rows)}", f">= {exact_min}", exact >= exact_min)],
+def text_verdict(rows: list[TextRow], *, exact_min: int,
+                 near_tie_nmse_pct_max: float = metrics.NEAR_TIE_NMSE_PCT_MAX, real_weights: bool = False) -> Verdict:
+    """PASS when at least ``exact_min`` of the greedy texts are identical to the reference's or part from it only
+    at a near-tie within the bound, and no text parts at a decisive position."""
+    kinds = split_kinds(rows, near_tie_nmse_pct_max)
+    same = sum(k is None or metrics.excused(k) for k in kinds)
+    return Verdict([("identical greedy outputs", f"{same} / {len(rows)}", f">= {exact_min}", same >= exact_min),
+                    *metrics.split_checks([k for k in kinds if k is not None], near_tie_nmse_pct_max)],
                    _caveat(real_weights))

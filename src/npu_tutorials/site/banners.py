@@ -79,8 +79,23 @@ def build_banner(doc, lang: str = "en") -> str:
         return ""
     what = _(BUILT[on_cpu, stand_in])
     weights = shown_label(p.weights) if p.weights else _("unknown weights")
-    body = _(BODY[on_cpu, stand_in], device=p.device, weights=weights)
-    return CI_BUILD_BANNER.format(title=in_(_("Built {what}", what=what), lang), body=in_(body, lang))
+    body = in_(_(BODY[on_cpu, stand_in], device=p.device, weights=weights), lang)
+    if stand_in:
+        body += " " + trained_model_link(lang)
+    return CI_BUILD_BANNER.format(title=in_(_("Built {what}", what=what), lang), body=body)
+
+
+def trained_model_link(lang: str = "en") -> str:
+    """A sentence linking the page of the tutorial whose real weights every build has (a card with
+    ``packaged:`` weights): the same checks on a trained model.  Empty where no card has them."""
+    from ..inputs.gallery_index import tutorials
+
+    for stem, key in tutorials().items():
+        card = load_card(key)
+        if card.packaged is not None:
+            return in_(_("The same checks on a trained model: {link}, real weights on every build.",
+                         link=f":doc:`{card.name} </tutorials/models/{stem}>`"), lang)
+    return ""
 
 
 def _insert_after_title(text: str, block: str) -> str:

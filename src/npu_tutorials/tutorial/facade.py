@@ -153,7 +153,12 @@ class Tutorial:
     prepare_serving_checkpoint = _step("weights_steps", WeightsSteps, "prepare_serving_checkpoint")
     run_offline_example = _step("serving", ServingSteps, "run_offline_example")
     start_server = _step("serving", ServingSteps, "start_server")
-    record_completion = _step("serving", ServingSteps, "record_completion")
+    def record_completion(self, prompt: str, completion):
+        """Record the functional request's reply (an OpenAI completion or chat completion), then send the same
+        request greedily to the engine and to the fp32 reference, whose answers the page sets side by side."""
+        out = self.serving.record_completion(prompt, completion)
+        self.accuracy.functional_vs_reference()
+        return self.state.results.functional or out
     benchmark = _step("serving", ServingSteps, "benchmark")
     logits_agreement = _step("accuracy", AccuracySteps, "logits_agreement")
     forward_consistency = _step("accuracy", AccuracySteps, "forward_consistency")

@@ -18,17 +18,21 @@ def _checks(verdict) -> list[Check]:
     return [Check(metric=m, measured=v, threshold=t, passed=bool(ok)) for m, v, t, ok in verdict.checks]
 
 
-def _text_rows(rows) -> list[TextRow]:
+def _text_rows(rows, bound: float, chat: bool | None = None) -> list[TextRow]:
     out = []
-    for r in rows:
+    for r, kind in zip(rows, consistency.split_kinds(rows, bound)):
         d = r.to_dict()
         out.append(TextRow(prompt=d["prompt"], engine_text=d["engine_text"], reference_text=d["reference_text"],
                            engine_ids=d["engine_ids"], reference_ids=d["reference_ids"], exact=d["exact"],
                            first_divergence=d["first_divergence"], char_similarity=d["similarity"],
                            match_rate=d["match_rate"], margin_at_divergence=d.get("margin_at_divergence"),
                            error_at_divergence=d.get("error_at_divergence"),
-                           first_token_error=d.get("error_first_token")))
+                           first_token_error=d.get("error_first_token"), split=kind, chat=chat))
     return out
+
+
+# The functional request's greedy comparison: at most this many tokens (a reply's first sentence or two)
+FUNCTIONAL_GREEDY_TOKENS = 48
 
 
 def _subsample(x: np.ndarray, n: int = 4000) -> list[float]:
@@ -87,7 +91,8 @@ class AccuracySteps:
                                  top1_decisive_pct=d.get("top1_decisive_pct"),
                                  decisive_positions=d.get("decisive_positions"), ties=d.get("ties"),
                                  flips=d.get("flips"),
-                                 flips_at_decisive=d.get("flips_at_decisive"), per_position=d["per_position"],
+                                 flips_at_decisive=d.get("flips_at_decisive"),
+                                 splits=metrics.split_counts(d["flip_kinds"]), per_position=d["per_position"],
                                  ppl_engine=d["ppl_engine"], ppl_reference=d["ppl_reference"],
                                  ppl_rel_diff_pct=d["ppl_rel_diff_pct"], cosine=d["cosine"], kl_nats=d["kl_nats"],
                                  thresholds=d["thresholds"], checks=_checks(verdict), passed=verdict.passed,
@@ -102,6 +107,27 @@ class AccuracySteps:
         eos = gen.get("eos_token_id")
         return eos if isinstance(eos, list) else ([eos] if eos is not None else None)
 
+    def functional_vs_reference(self) -> TextRow | None:
+        """The functional request once more, greedy (up to :data:`FUNCTIONAL_GREEDY_TOKENS` tokens), on the
+        running engine and on the fp32 reference fed the same token ids, with the engine's error where they part:
+        the page sets the two answers side by side and says whether a split is a near-tie or decisive."""
+        f, fn = self.s.results.functional, self.s.card.functional
+        if f is None:
+            raise TutorialError("record_completion() first: this compares its request")
+        srv, chat = self.serving.need_server(), fn.endpoint == "chat"
+        n = min(fn.max_tokens, FUNCTIONAL_GREEDY_TOKENS)
+        with self.s.step(f"functional request, greedy, engine beside the fp32 reference ({n} tokens)"):
+            rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, [f.prompt], n, chat=chat,
+                                                stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
+        bound = metrics.NEAR_TIE_NMSE_PCT_MAX
+        g = self.s.card.accuracy.greedy
+        if g is not None:
+            bound = g.thresholds.near_tie_nmse_pct_max
+        row = _text_rows(rows, bound, chat)[0]
+        self.s.results.functional = f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.server_dtype,
+                                                                "greedy_tokens": n})
+        return row
+
     def text_consistency(self) -> TextAgreement:
         """The card's chat prompts, greedy, engine against reference: identical texts, and where not, why."""
         qa = self.s.card.accuracy.qa
@@ -109,8 +135,10 @@ class AccuracySteps:
             rows = consistency.text_consistency(self.serving.server_for("accuracy"), self.s.model,
                                                 self.s.serve_path, [i.prompt for i in qa.items], qa.max_tokens,
                                                 chat=True, stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
-        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, real_weights=self.s.real)
-        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows), checks=_checks(verdict),
+        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, near_tie_nmse_pct_max=qa.near_tie_nmse_pct_max,
+                                           real_weights=self.s.real)
+        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows, qa.near_tie_nmse_pct_max),
+                            checks=_checks(verdict),
                             passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
         self.s.results.text_consistency = out
         return out
@@ -122,8 +150,11 @@ class AccuracySteps:
         if text is None:
             raise TutorialError("call text_consistency() first: the QA score scores its answers")
         rows = [TaskRow(question=i.prompt, expected=" / ".join(i.expected), output=r.engine_text,
-                        correct=tasks.qa_correct(r.engine_text, i.expected)) for i, r in zip(qa.items, text.rows)]
-        out = TaskScore(source="the report's five questions (model card)", rows=rows,
+                        correct=tasks.qa_correct(r.engine_text, i.expected), reference_output=r.reference_text,
+                        reference_correct=tasks.qa_correct(r.reference_text, i.expected))
+                for i, r in zip(qa.items, text.rows)]
+        out = TaskScore(source=qa.source, title=qa.title, rows=rows, reference_correct=sum(r.reference_correct
+                                                                                          for r in rows),
                         correct=sum(r.correct for r in rows), total=len(rows), max_tokens=qa.max_tokens,
                         truncated=sum(len(r.engine_ids) >= qa.max_tokens for r in text.rows),
                         meaningful_for_model_quality=self.s.real, engine_dtype=text.engine_dtype)
@@ -172,12 +203,18 @@ class AccuracySteps:
     def greedy_agreement(self) -> TextAgreement:
         """The card's prompts, greedy tokens of engine and reference, each row with its own error."""
         g = self.s.card.accuracy.greedy
-        with self.s.step(f"greedy agreement ({len(g.prompts)} prompts x {g.num_tokens} tokens)"):
-            rows = consistency.text_consistency(self.serving.server_for("accuracy"), self.s.model,
-                                                self.s.serve_path, g.prompts, g.num_tokens, chat=False,
-                                                vocab_size=self.s.card.vocab_size)
-        verdict = consistency.greedy_verdict(rows, **g.thresholds.model_dump(), real_weights=self.s.real)
-        out = TextAgreement(num_tokens=g.num_tokens, chat=False, rows=_text_rows(rows), checks=_checks(verdict),
+        n = len(g.prompts) + len(g.chat_prompts)
+        with self.s.step(f"greedy agreement ({n} prompts x {g.num_tokens} tokens)"):
+            srv = self.serving.server_for("accuracy")
+            rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, g.prompts, g.num_tokens,
+                                                chat=False, vocab_size=self.s.card.vocab_size)
+            chat = consistency.text_consistency(srv, self.s.model, self.s.serve_path, g.chat_prompts, g.num_tokens,
+                                                chat=True, vocab_size=self.s.card.vocab_size) if g.chat_prompts else []
+        verdict = consistency.greedy_verdict(rows + chat, **g.thresholds.model_dump(), real_weights=self.s.real)
+        bound = g.thresholds.near_tie_nmse_pct_max
+        out = TextAgreement(num_tokens=g.num_tokens, chat=False,
+                            rows=_text_rows(rows, bound, False if chat else None) + _text_rows(chat, bound, True),
+                            checks=_checks(verdict),
                             passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
         self.s.results.greedy_agreement = out
         return out

@@ -30,7 +30,7 @@ class WeightsSteps:
         cfg = json.loads((w.path / "config.json").read_text())
         s.doc.provenance.weights = WeightsInfo(kind=w.kind, source=w.source, label=scrub(w.label()),
                                                hub_id=w.hub_id, revision=w.revision, seed=w.seed, sha256=w.sha256,
-                                               config={k: cfg[k] for k in CONFIG_SHOWN if k in cfg})
+                                               packaging=w.packaging, config={k: cfg[k] for k in CONFIG_SHOWN if k in cfg})
         return w
 
     def prepare_serving_checkpoint(self) -> ServingCheckpoint:

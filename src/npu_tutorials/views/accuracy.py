@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import plots
 from ..core.messages import SENTENCE_GAP, _, sentences
-from ..measure.metrics import agrees
+from ..measure.metrics import SPLIT_KINDS, agrees
 from ..core.tables import Table, Verdict, fmt
 from .base import BaseViews
 
@@ -117,6 +117,21 @@ class AccuracyViews(BaseViews):
 
 
 
+SPLIT_NOTE = _("Where the reference's top-1/top-2 gap at the split is below the engine's largest error there, the "
+               "split is rounding at a near-tie: shown and counted, not a fault, as long as the engine's error there "
+               "stays within the check's bound (its normalized MSE at that position); otherwise it is a fault. "
+               "Above the error, the split is decisive: a fault.")
+
+
+def split_label(r) -> str:
+    """How a text row's first divergence is judged, in words ('–' where the texts agree)."""
+    if r.first_divergence is None:
+        return "–"
+    kind = r.split or ("decisive" if r.error_at_divergence is not None and r.error_at_divergence.decisive
+                       else None)
+    return _(SPLIT_KINDS[kind]) if kind else _("not judged (recorded before splits were)")
+
+
 class TextViews(BaseViews):
     """Greedy text of the engine against the fp32 CPU reference: chat answers and the card's prompts
     (``show.text``)."""
@@ -126,7 +141,8 @@ class TextViews(BaseViews):
         t = self.need("text_consistency")
         rows = [[r.prompt, r.engine_text, r.reference_text, r.exact,
                  "–" if r.first_divergence is None else r.first_divergence, r.char_similarity,
-                 r.margin_at_divergence, None if r.error_at_divergence is None else r.error_at_divergence.err_spread]
+                 r.margin_at_divergence, None if r.error_at_divergence is None else r.error_at_divergence.err_spread,
+                 split_label(r)]
                 for r in t.rows]
         exact = sum(r.exact for r in t.rows)
         caption = _("Greedy outputs, engine vs reference: {exact} / {total} exact", exact=exact, total=len(t.rows))
@@ -141,8 +157,8 @@ class TextViews(BaseViews):
                       "is whether they agree, and where not, why.")
         return Table([_("prompt"), _("engine ({dtype})", dtype=t.engine_dtype or self.dtype),
                       _("reference (fp32 CPU)"), _("exact"), _("first diverging token"), _("character similarity"),
-                      _("ref. top-1/top-2 gap there"), _("engine error spread there")], rows, caption=caption,
-                     note=note)
+                      _("ref. top-1/top-2 gap there"), _("engine error spread there"), _("split")], rows,
+                     caption=caption, note=note + SENTENCE_GAP + SPLIT_NOTE)
 
     def text_verdict(self) -> Verdict:
         """The text-consistency verdict (identical answers) against the card's count."""
@@ -158,13 +174,12 @@ class TextViews(BaseViews):
         rows = [[r.prompt, _("same") if r.engine_ids[:1] == r.reference_ids[:1] else _("differs"),
                  f"{100 * r.match_rate:.0f} %",
                  "–" if r.first_divergence is None else _("token {index}", index=r.first_divergence),
-                 r.margin_at_divergence, err(r.error_at_divergence),
-                 "–" if r.error_at_divergence is None else (_("yes") if r.error_at_divergence.decisive else _("no")),
+                 r.margin_at_divergence, err(r.error_at_divergence), split_label(r),
                  err(r.first_token_error)] for r in g.rows]
         first = 100 * sum(r.engine_ids[:1] == r.reference_ids[:1] for r in g.rows) / len(g.rows)
         mean = 100 * sum(r.match_rate for r in g.rows) / len(g.rows)
         t = Table([_("prompt"), _("first token"), _("{n}-token match", n=g.num_tokens), _("first divergence"),
-                   _("ref. top-1/top-2 gap there"), _("max |logit err| there"), _("decisive there"),
+                   _("ref. top-1/top-2 gap there"), _("max |logit err| there"), _("split"),
                    _("max |logit err| at the first token")],
                   rows, caption=_("Greedy decoding: engine ({dtype}) vs fp32 CPU reference: first-token agreement "
                                   "{first:.0f} %, mean match {mean:.0f} %", dtype=g.engine_dtype or self.dtype,
@@ -172,9 +187,7 @@ class TextViews(BaseViews):
         if all(r.first_divergence is None for r in g.rows):
             t.note = _("Every sequence is identical.") + self.same_arithmetic_note(g.engine_dtype)
         else:
-            t.note = _("Where the gap at the divergence point is below the engine's error there, the flip is "
-                       "rounding at a near-tie; above it, an arithmetic difference. After the first different token "
-                       "the two continue from different texts.")
+            t.note = SPLIT_NOTE + " " + _("After the first different token the two continue from different texts.")
         t.note += self.method_note("greedy")
         return t
 
@@ -213,8 +226,18 @@ class TaskViews(BaseViews):
         return _("Answered by the {engine}.", engine=self.engine_label(s))
 
     def qa_table(self) -> Table:
-        """The report's questions, the engine's answers and whether each is correct."""
-        t = self._task_table("qa", _("Chinese QA"))
+        """The card's questions, the engine's answers and whether each is correct; where the fp32 reference's
+        answers were scored too, beside them, and whether the two scores agree."""
+        s = self.need("qa")
+        t = self._task_table("qa", _(s.title or "Chinese QA"))
+        if s.reference_correct is not None and all(r.reference_output is not None for r in s.rows):
+            t.columns += [_("reference output (fp32 CPU)"), _("reference result")]
+            for row, r in zip(t.rows, s.rows):
+                row += [r.reference_output, _("correct") if r.reference_correct else _("wrong")]
+            t.caption += SENTENCE_GAP + _("(fp32 reference: {correct} / {total}; {verdict})",
+                                          correct=s.reference_correct, total=s.total,
+                                          verdict=_("the same score") if s.reference_correct == s.correct
+                                          else _("the scores differ"))
         rep = self.reported("qa")
         if rep:
             t.caption += SENTENCE_GAP + _("(reported: {correct} / {total})", correct=rep["correct"], total=rep["total"])

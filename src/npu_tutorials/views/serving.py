@@ -13,6 +13,21 @@ from .base import BaseViews
 
 
 
+def parting(g) -> str:
+    """Where a greedy pair of texts parts, and how that split is judged (near-tie or decisive), in words."""
+    from ..measure.metrics import SPLIT_KINDS
+
+    if g.first_divergence is None:
+        return _("nowhere: the same tokens")
+    e = g.error_at_divergence
+    kind = _(SPLIT_KINDS[g.split]) if g.split else "?"
+    if e is None:
+        return _("at token {index}: {kind}", index=g.first_divergence, kind=kind)
+    return _("at token {index}: {kind} (the reference's top-1/top-2 gap {margin} nats, the engine's largest error "
+             "there {err} nats)", index=g.first_divergence, kind=kind, margin=fmt(e.reference_top2_margin, 3),
+             err=fmt(e.max_abs_err, 3))
+
+
 class BuildViews(BaseViews):
     """Where the page was built, the model, the weights, the conditions and the provenance."""
 
@@ -149,6 +164,13 @@ class ServingViews(BaseViews):
                     [_("usage"), usage]]
             caption = _("Functional check through the OpenAI client")
         note = "" if self.real else _("Stand-in weights: the text follows the planted next-token map by design.")
+        g = f.greedy
+        if g is not None:
+            rows += [[_("greedy, engine ({dtype})", dtype=f.greedy_engine_dtype or self.dtype), g.engine_text],
+                     [_("greedy, fp32 CPU reference"), g.reference_text], [_("where they part"), parting(g)]]
+            note = sentences([note, _("The greedy rows send the same request with temperature 0 and up to {n} new "
+                                      "tokens to the engine and to the fp32 reference, fed the same token ids.",
+                                      n=f.greedy_tokens)])
         return Table(["", ""], rows, caption=caption, note=note)
 
     def bench_table(self) -> Table:

@@ -1,0 +1,87 @@
+"""A model of bf16 rounding for logits: the limits of a check that compares logits, derived, not copied.
+
+The Qwen-1_8B-Chat report set cosine > 0.9999 for *hidden states*; the pages compare *logits*, whose
+rounding error is larger (the last hidden state times lm_head, over the whole vocabulary), and on a
+trained model larger still.  So a logits check's limits are derived here from a measured floor: the
+same checkpoint run by transformers in bf16 against transformers in fp32 on calibration texts, which
+are not the texts the check judges.  That is bf16 arithmetic by another implementation than the
+engine under test, so no engine, right or wrong, can move its own limit.
+
+:func:`measure_floor` gives per text the mean cosine and mean KL over its positions (the quantities
+the forward-consistency check averages) and the largest per-position normalized MSE (what a near-tie
+must stay within); :func:`derive` turns the worst of each into limits, :data:`FACTOR` times the floor
+(room for another implementation's accumulation order and fused kernels, far below a fault: the
+negative controls on the methods page give the levels at which each check fails).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import metrics
+
+FACTOR = 4.0
+# Calibration texts: plain English of the kind the pages judge, none of them a text a check judges.
+TEXTS = (
+    "Water boils at one hundred degrees Celsius at sea level, and it freezes at zero degrees.",
+    "The quick brown fox jumps over the lazy dog while the farmer watches from the barn.",
+    "Photosynthesis lets plants turn sunlight, water and carbon dioxide into sugar and oxygen.",
+    "A train left the station at nine in the morning and reached the city two hours later.",
+    "def square(x):\n    return x * x\n\nprint(square(4))",
+)
+
+
+def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict]:
+    """Per text: ``{"text", "positions", "mean_cosine", "mean_kl_nats", "max_nmse_pct", "flips"}`` of
+    transformers bf16 against transformers fp32 on the checkpoint at ``path``, every position."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from . import reference
+
+    reference.quiet_transformers()
+    fp32 = reference.load_model(str(path))
+    bf16 = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16).eval()
+    out = []
+    try:
+        for text in texts:
+            ids = torch.tensor([reference.tokenize(path, text)])
+            with torch.inference_mode():
+                ref = fp32(ids).logits[0].double().numpy()
+                eng = bf16(ids).logits[0].float().double().numpy()
+            rows = [metrics.compare_logits(e, r, "logits") for e, r in zip(eng, ref)]
+            out.append({"text": text, "positions": len(rows),
+                        "mean_cosine": float(np.mean([r["cosine"] for r in rows])),
+                        "mean_kl_nats": float(np.mean([r["kl_nats"] for r in rows])),
+                        "max_nmse_pct": float(max(r["nmse_pct"] for r in rows)),
+                        "flips": int(sum(1 - r["top1_match"] for r in rows))})
+    finally:
+        del bf16
+    return out
+
+
+def _round_up(x: float, digits: int = 2) -> float:
+    """``x`` rounded up to ``digits`` significant digits (a limit is never tighter than its derivation)."""
+    if x <= 0:
+        return x
+    scale = 10 ** (digits - 1 - int(np.floor(np.log10(x))))
+    return float(np.ceil(x * scale - 1e-9) / scale)
+
+
+def _round_down(x: float, digits: int) -> float:
+    scale = 10 ** digits
+    return float(np.floor(x * scale + 1e-9) / scale)
+
+
+def derive(floor: list[dict], factor: float = FACTOR) -> dict:
+    """The logits limits from a measured floor: ``cosine_min`` = 1 - factor x (1 - worst mean cosine),
+    ``kl_max`` = factor x worst mean KL, ``near_tie_nmse_pct_max`` = factor x worst per-position nMSE (each
+    rounded to two significant digits of the allowed error, looser side)."""
+    if not floor:
+        raise ValueError("no floor measured")
+    gap = 1.0 - min(f["mean_cosine"] for f in floor)
+    return {"cosine_min": _round_down(1.0 - _round_up(factor * gap), 5),
+            "kl_max": _round_up(factor * max(f["mean_kl_nats"] for f in floor)),
+            "near_tie_nmse_pct_max": _round_up(factor * max(f["max_nmse_pct"] for f in floor))}
