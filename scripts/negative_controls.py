@@ -37,6 +37,8 @@ def main() -> int:
     ap.add_argument("--families", default=None, help="comma-separated tensor families (default: all)")
     ap.add_argument("--ladder", default=None, help="comma-separated relative RMS values (default: controls.LADDER)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the perturbation noise")
+    ap.add_argument("--real", action="store_true", help="the card's real weights as the right checkpoint (a card "
+                    "with packaged weights: every build has them), not its tiny planted stand-in")
     a = ap.parse_args()
 
     from npu_tutorials.measure import accuracy
@@ -62,8 +64,16 @@ def main() -> int:
         card = load_card(key)
         if not card.accuracy.model_dump(exclude_none=True):
             raise TutorialError(f"cards/{key}.yaml declares no engine-vs-reference check")
-        info = ensure_standin(card, config=tiny_config(card.config), label="tiny")
-        right = info.path
+        if a.real:
+            from npu_tutorials.inputs.weights import resolve_weights
+
+            w = resolve_weights(card, "real")
+            right, what = w.path, f"real checkpoint: {w.label()}"
+        else:
+            info = ensure_standin(card, config=tiny_config(card.config), label="tiny")
+            right = info.path
+            what = (f"tiny planted stand-in of {card.key} (2 layers, hidden 256), seed {info.seed}, "
+                    f"sha256 {info.sha256[:12]}")
         if card.architecture in CONVERTED_ARCHS:
             from npu_tutorials.inputs.convert import ensure_converted
 
@@ -86,7 +96,7 @@ def main() -> int:
             return VLLMServer(argv, host="127.0.0.1", port=port, env=build_env(card, backend, eager_only=True, in_process=True),
                               log_path=Path(tempfile.gettempdir()) / f"negative-controls-{path.name}.log")
 
-        print(f"{key}: the card's checks {', '.join(spec.checks)} on its tiny stand-in ({right.name})", flush=True)
+        print(f"{key}: the card's checks {', '.join(spec.checks)} on its {what}", flush=True)
         with tempfile.TemporaryDirectory(prefix="negative-controls-") as work:
             res = controls.run_ladder(serve, right, right, spec, card.serve.served_model_name, card.vocab_size,
                                       Path(work), ladder=ladder, families=families, seed=a.seed,
@@ -96,8 +106,7 @@ def main() -> int:
             "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": backend,
                            "device": f"{env.device_name} x {env.device_count}", "dtype": dtype,
                            "dtype_note": dtype_note, "model": card.key, "architecture": card.architecture,
-                           "weights": f"tiny planted stand-in of {card.key} (2 layers, hidden 256), seed {info.seed}, "
-                                      f"sha256 {info.sha256[:12]}",
+                           "weights": what, "weights_kind": "real" if a.real else "stand-in",
                            "versions": env.versions, "wall_time_s": round(time.monotonic() - t0, 1)},
             "perturbation": {"definition": "w + rel * rms(w) * N(0, 1) for every tensor of the family, noise from "
                                            "torch.Generator().manual_seed(seed), cast back to the tensor's dtype",
@@ -108,7 +117,7 @@ def main() -> int:
             "check_digest": controls.check_digest(spec),
             **res,
         }
-        out = a.out_dir / f"negative-controls-{key}.json"
+        out = a.out_dir / f"negative-controls-{key}{'-real' if a.real else ''}.json"
         out.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
         for fam, r in res["families"].items():
             print(f"  {fam}: first FAIL per check {json.dumps(r['first_fail'])}")

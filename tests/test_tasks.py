@@ -11,6 +11,11 @@ def test_qa_scoring():
     assert tasks.qa_correct("中国的首都是北京。", ["北京"])
     assert tasks.qa_correct("The largest planet is Jupiter", ["木星", "Jupiter"])
     assert not tasks.qa_correct("上海", ["北京"])
+    # a whole answer, not part of another number or word (SmolLM2's "-18.0°C" for the freezing point)
+    assert not tasks.qa_correct("The freezing point of water is -18.0°C.", ["0", "zero"])
+    assert tasks.qa_correct("Water freezes at 0 °C.", ["0", "zero"]) and tasks.qa_correct("It is 0.", ["0"])
+    assert not tasks.qa_correct("Australia", ["Au"]) and tasks.qa_correct("The symbol is Au.", ["Au"])
+    assert tasks.qa_correct("1+1=2。", ["2", "二"]) and not tasks.qa_correct("12 months", ["2"])
     card = load_card("qwen-1_8b-chat")
     outs = ["北京", "1+1=3", "你好！", "一年有12个月", "土星"]
     table, correct = tasks.qa_table(card.accuracy.qa.items, outs, real_weights=False)

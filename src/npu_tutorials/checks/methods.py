@@ -96,8 +96,10 @@ def stale_controls(records: list[dict] | None = None) -> list[str]:
             out.append(f"results/methods/negative-controls-{key}.json: no card {key!r} any more")
             continue
         if d.get("check_digest") != check_digest(spec):
-            out.append(f"results/methods/negative-controls-{key}.json was recorded with other check code or "
-                       "thresholds than today's: re-run scripts/negative_controls.py")
+            real = d["provenance"].get("weights_kind") == "real"
+            out.append(f"results/methods/negative-controls-{key}{'-real' if real else ''}.json was recorded with "
+                       "other check code or thresholds than today's: re-run scripts/negative_controls.py"
+                       + (f" {key} --real" if real else ""))
     return out
 
 
@@ -117,8 +119,11 @@ def negative_controls_markdown() -> str:
     out = []
     for d in records:
         key, fams = d["provenance"]["model"], d["families"]
-        out += [f"### {key} ({d['provenance'].get('architecture', '')})", "", _prov(d), ""]
-        mine = [s for s in stale if f"negative-controls-{key}.json" in s]
+        real = d["provenance"].get("weights_kind") == "real"
+        name = f"negative-controls-{key}{'-real' if real else ''}.json"
+        out += [f"### {key} ({d['provenance'].get('architecture', '')}{', real weights' if real else ''})", "",
+                _prov(d), ""]
+        mine = [s for s in stale if name in s]
         if mine:
             out += [f"**Stale:** {mine[0]}.", ""]
         out += ["| check | metric | threshold(s) | right checkpoint | "

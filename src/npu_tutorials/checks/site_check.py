@@ -87,7 +87,8 @@ def machine_path_problems(files) -> list[str]:
     (its checkout, cache, venv, home or working directory: :func:`~npu_tutorials.record.results.machine_paths`)."""
     from ..record.results import machine_paths
 
-    paths = sorted((p for p in machine_paths() if len(p) > 1), key=len, reverse=True)
+    # /root is also the home inside every container the pages' docker commands start (-v /root/.cache:...)
+    paths = sorted((p for p in machine_paths() if len(p) > 1 and p != "/root"), key=len, reverse=True)
     out = []
     for f in files:
         try:

@@ -17,9 +17,23 @@ _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
 def qa_correct(output: str, expected: list[str]) -> bool:
-    """Correct when any expected answer occurs in the output (case-insensitive)."""
+    """Correct when any expected answer occurs in the output (case-insensitive) as a whole: a number not as part
+    of another number ("0" is not in "-18.0"), a word not inside another word ("Au" is not in "Australia"); an
+    answer in a script without word spaces (Chinese) as a substring."""
+    import re
+
     low = output.lower()
-    return any(e.lower() in low for e in expected)
+    for e in expected:
+        e = e.lower().strip()
+        if re.fullmatch(r"[\d.,]+", e):
+            pattern = rf"(?<![\d.,-]){re.escape(e)}(?![\d]|[.,]\d)"
+        elif re.fullmatch(r"[\w' -]+", e, flags=re.ASCII):
+            pattern = rf"(?<!\w){re.escape(e)}(?!\w)"
+        else:
+            pattern = re.escape(e)
+        if re.search(pattern, low):
+            return True
+    return False
 
 
 def last_number(text: str) -> str | None:

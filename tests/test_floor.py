@@ -1,0 +1,48 @@
+"""Limits derived from a measured bf16 floor (measure.floor), never copied from another quantity's report.
+
+A card whose forward-consistency limits are derived names the record in a comment; here the record's derivation
+must give exactly the card's limits, its calibration texts must not be texts the card judges, and the derived
+limits must still fail a wrong engine (the negative controls on the methods page record where).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from npu_tutorials.inputs.cards import known_models, load_card
+from npu_tutorials.measure import floor
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = sorted((ROOT / "results" / "methods").glob("bf16-floor-*.json"))
+
+
+def test_a_floor_is_recorded_for_the_trained_model():
+    assert {json.loads(p.read_text())["model"] for p in RECORDS} >= {
+        k for k in known_models() if load_card(k).packaged is not None}
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_the_cards_limits_are_the_records_derivation(path):
+    rec = json.loads(path.read_text())
+    card = load_card(rec["model"])
+    derived = floor.derive(rec["floor"], rec["factor"])
+    assert rec["derived"] == derived and rec["factor"] == floor.FACTOR
+    a = card.accuracy
+    t = a.consistency.thresholds
+    assert (t.cosine_min, t.kl_max, t.near_tie_nmse_pct_max) == (
+        derived["cosine_min"], derived["kl_max"], derived["near_tie_nmse_pct_max"])
+    for other in (a.greedy.thresholds.near_tie_nmse_pct_max if a.greedy else None,
+                  a.qa.near_tie_nmse_pct_max if a.qa else None):
+        assert other in (None, derived["near_tie_nmse_pct_max"])
+    judged = {a.consistency.text, *(a.logits.prompts if a.logits else []), *(a.greedy.prompts if a.greedy else [])}
+    assert not judged & {f["text"] for f in rec["floor"]}  # calibrated on texts the checks do not judge
+    assert rec["provenance"]["weights_kind"] == "real" and "/" not in rec["provenance"]["weights"].split(":")[0]
+
+
+def test_derive_is_the_floor_times_the_factor_rounded_to_the_looser_side():
+    rows = [{"mean_cosine": 0.9992, "mean_kl_nats": 0.0024, "max_nmse_pct": 1.68},
+            {"mean_cosine": 0.9998, "mean_kl_nats": 0.0040, "max_nmse_pct": 0.36}]
+    d = floor.derive(rows, 4)
+    assert d == {"cosine_min": 0.9968, "kl_max": 0.016, "near_tie_nmse_pct_max": 6.8}
+    assert d["cosine_min"] <= 1 - 4 * 0.0008 and d["kl_max"] >= 4 * 0.004 and d["near_tie_nmse_pct_max"] >= 6.72
