@@ -66,3 +66,20 @@ def test_the_facade_steps_the_contributing_page_lists_exist_and_are_documented()
     for n in names:
         assert (getattr(Tutorial, n).__doc__ or "").strip(), n
     assert "tutorial_template.py" in page and (ROOT / "docs" / "source" / "tutorial_template.py").is_file()
+
+
+def test_the_template_is_a_tutorial_the_build_recognises(tmp_path):
+    """Copied verbatim into a gallery, the contributing guide's template is found as its card's tutorial, and it
+    has what the site check wants of a page: tables, a figure, the deploy section."""
+    import shutil
+
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.inputs.gallery_index import tutorials
+
+    src = ROOT / "docs" / "source" / "tutorial_template.py"
+    shutil.copy(src, tmp_path / "my_model.py")
+    found = tutorials(tmp_path)
+    assert list(found) == ["my_model"] and load_card(found["my_model"])
+    text = src.read_text()
+    assert "show.serving.bench_plot()" in text and f".. include:: /_generated/{found['my_model']}/deploy.rst" in text
+    assert text.count("show.") >= 5

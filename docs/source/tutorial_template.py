@@ -10,13 +10,12 @@ what the page does while the site is built.  (Copy this file to
 # %%
 # Environment
 # -----------
-# The card key is the only model-specific line of code; everything else comes
-# from the card.  ``TUTORIAL_TEMPLATE_MODEL`` lets the test run this template.
-import os
-
+# The card key is the only model-specific line of code (put yours in its
+# place: the build finds a tutorial's card by this literal); everything else
+# comes from the card.
 from npu_tutorials.tutorial import Tutorial
 
-tut = Tutorial(os.environ.get("TUTORIAL_TEMPLATE_MODEL", "qwen2.5-0.5b"))
+tut = Tutorial("qwen2.5-0.5b")
 show = tut.show  # tables and plots: views of tut.doc
 show.environment()
 
@@ -26,6 +25,15 @@ show.environment()
 # Real weights where found, else a planted stand-in; the table says which.
 tut.prepare_weights()
 show.weights()
+
+# %%
+# Deploy it yourself
+# ------------------
+# The commands for a reader's own host, generated from the card (put your
+# card's key in the path).
+#
+# .. include:: /_generated/qwen2.5-0.5b/deploy.rst
+#
 
 # %%
 # Serve
@@ -42,6 +50,10 @@ show.conditions()
 # %%
 tut.benchmark()
 show.serving.bench_table()
+
+# %%
+# How the latency is distributed over the requests (a page has a figure):
+show.serving.bench_plot()
 
 # %%
 # Accuracy against the CPU

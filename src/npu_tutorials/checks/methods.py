@@ -70,6 +70,28 @@ def margins_markdown(docs: list) -> str:
         "median gap / error | near-ties (gap ≤ error) |", "|---|---|---|---|---|---|---|---|---|", *rows])
 
 
+# -- bf16 floors (measure.floor) ---------------------------------------------------------
+def floors_markdown() -> str:
+    """Each recorded bf16 floor (``results/methods/bf16-floor-*.json``): per calibration text the floor, then
+    the limits derived from it."""
+    d = Path(recorded_dir()) / "methods"
+    recs = [json.loads(p.read_text()) for p in sorted(d.glob("bf16-floor-*.json"))] if d.is_dir() else []
+    if not recs:
+        return "*No bf16 floor is recorded (run `scripts/bf16_floor.py <model>`).*"
+    out = []
+    for r in recs:
+        p, k = r["provenance"], r["derived"]
+        out += [f"**{r['model']}** ({p['weights']}; {p['date'][:10]}, commit {p['git_commit'][:10]}, "
+                f"transformers {p['versions'].get('transformers')}): {r['method']}.", "",
+                "| calibration text | positions | mean cosine | mean KL (nats) | largest nMSE (%) | top-1 flips |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {f['text'].splitlines()[0][:60]} | {f['positions']} | {f['mean_cosine']:.6f} | "
+                f"{f['mean_kl_nats']:.5f} | {f['max_nmse_pct']:.3f} | {f['flips']} |" for f in r["floor"]]
+        out += ["", f"Derived ({r['factor']:g} × the floor): cosine > {k['cosine_min']}, KL < {k['kl_max']}, "
+                    f"near-tie bound nMSE < {k['near_tie_nmse_pct_max']} %.", ""]
+    return "\n".join(out)
+
+
 # -- negative controls -------------------------------------------------------------------
 def _first(v) -> str:
     return "never" if v is None else ("already on the right one" if v == "baseline" else f"{v:g}")

@@ -137,9 +137,11 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
     if COSTS_MARK in source[0]:
         source[0] = source[0].replace(COSTS_MARK, costs_markdown(page_lang(app)))
     if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):
-        from ..checks.methods import margins_markdown, negative_controls_markdown, repeatability_markdown
+        from ..checks.methods import (floors_markdown, margins_markdown, negative_controls_markdown,
+                                      repeatability_markdown)
 
         source[0] = (source[0].replace("<!-- negative-controls -->", negative_controls_markdown())
+                     .replace("<!-- floors -->", floors_markdown())
                      .replace("<!-- repeatability -->", repeatability_markdown())
                      .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
