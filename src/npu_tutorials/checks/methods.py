@@ -83,11 +83,13 @@ def floors_markdown() -> str:
         p, k = r["provenance"], r["derived"]
         out += [f"**{r['model']}** ({p['weights']}; {p['date'][:10]}, commit {p['git_commit'][:10]}, "
                 f"transformers {p['versions'].get('transformers')}): {r['method']}.", "",
-                "| calibration text | positions | mean cosine | mean KL (nats) | largest nMSE (%) | top-1 flips |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {f['text'].splitlines()[0][:60]} | {f['positions']} | {f['mean_cosine']:.6f} | "
+                "| calibration text | positions | perplexity difference (%) | mean cosine | mean KL (nats) | "
+                "largest nMSE (%) | top-1 flips |", "|---|---|---|---|---|---|---|"]
+        out += [f"| {f['text'].splitlines()[0][:60]} | {f['positions']} | {f['ppl_rel_diff_pct']:.3f} | "
+                f"{f['mean_cosine']:.6f} | "
                 f"{f['mean_kl_nats']:.5f} | {f['max_nmse_pct']:.3f} | {f['flips']} |" for f in r["floor"]]
-        out += ["", f"Derived ({r['factor']:g} × the floor): cosine > {k['cosine_min']}, KL < {k['kl_max']}, "
+        out += ["", f"Derived ({r['factor']:g} × the floor): perplexity difference < {k['ppl_rel_diff_pct_max']} %, "
+                    f"cosine > {k['cosine_min']}, KL < {k['kl_max']}, "
                     f"near-tie bound nMSE < {k['near_tie_nmse_pct_max']} %.", ""]
     return "\n".join(out)
 

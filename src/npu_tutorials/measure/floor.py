@@ -7,8 +7,8 @@ same checkpoint run by transformers in bf16 against transformers in fp32 on cali
 are not the texts the check judges.  That is bf16 arithmetic by another implementation than the
 engine under test, so no engine, right or wrong, can move its own limit.
 
-:func:`measure_floor` gives per text the mean cosine and mean KL over its positions (the quantities
-the forward-consistency check averages) and the largest per-position normalized MSE (what a near-tie
+:func:`measure_floor` gives per text the mean cosine and mean KL over its positions and the text's perplexity difference
+(the quantities the forward-consistency check judges) and the largest per-position normalized MSE (what a near-tie
 must stay within); :func:`derive` turns the worst of each into limits, :data:`FACTOR` times the floor
 (room for another implementation's accumulation order and fused kernels, far below a fault: the
 negative controls on the methods page give the levels at which each check fails).
@@ -34,7 +34,8 @@ TEXTS = (
 
 
 def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict]:
-    """Per text: ``{"text", "positions", "mean_cosine", "mean_kl_nats", "max_nmse_pct", "flips"}`` of
+    """Per text: ``{"text", "positions", "ppl_rel_diff_pct", "mean_cosine", "mean_kl_nats", "max_nmse_pct",
+    "flips"}`` of
     transformers bf16 against transformers fp32 on the checkpoint at ``path``, every position."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -52,7 +53,12 @@ def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict
                 ref = fp32(ids).logits[0].double().numpy()
                 eng = bf16(ids).logits[0].float().double().numpy()
             rows = [metrics.compare_logits(e, r, "logits") for e, r in zip(eng, ref)]
+            nxt = ids[0, 1:].tolist()  # the text's own next tokens: its perplexity under each side
+            lp_e = [metrics.log_softmax(e)[t] for e, t in zip(eng, nxt)]
+            lp_r = [metrics.log_softmax(r)[t] for r, t in zip(ref, nxt)]
+            ppl_e, ppl_r = float(np.exp(-np.mean(lp_e))), float(np.exp(-np.mean(lp_r)))
             out.append({"text": text, "positions": len(rows),
+                        "ppl_rel_diff_pct": 100 * abs(ppl_e - ppl_r) / ppl_r,
                         "mean_cosine": float(np.mean([r["cosine"] for r in rows])),
                         "mean_kl_nats": float(np.mean([r["kl_nats"] for r in rows])),
                         "max_nmse_pct": float(max(r["nmse_pct"] for r in rows)),
@@ -76,12 +82,14 @@ def _round_down(x: float, digits: int) -> float:
 
 
 def derive(floor: list[dict], factor: float = FACTOR) -> dict:
-    """The logits limits from a measured floor: ``cosine_min`` = 1 - factor x (1 - worst mean cosine),
-    ``kl_max`` = factor x worst mean KL, ``near_tie_nmse_pct_max`` = factor x worst per-position nMSE (each
-    rounded to two significant digits of the allowed error, looser side)."""
+    """The logits limits from a measured floor: ``ppl_rel_diff_pct_max`` = factor x the worst perplexity difference,
+    ``cosine_min`` = 1 - factor x (1 - worst mean cosine), ``kl_max`` = factor x worst mean KL,
+    ``near_tie_nmse_pct_max`` = factor x worst per-position nMSE (each rounded to two significant digits of the
+    allowed error, looser side)."""
     if not floor:
         raise ValueError("no floor measured")
     gap = 1.0 - min(f["mean_cosine"] for f in floor)
-    return {"cosine_min": _round_down(1.0 - _round_up(factor * gap), 5),
+    return {"ppl_rel_diff_pct_max": _round_up(factor * max(f["ppl_rel_diff_pct"] for f in floor)),
+            "cosine_min": _round_down(1.0 - _round_up(factor * gap), 5),
             "kl_max": _round_up(factor * max(f["mean_kl_nats"] for f in floor)),
             "near_tie_nmse_pct_max": _round_up(factor * max(f["max_nmse_pct"] for f in floor))}
