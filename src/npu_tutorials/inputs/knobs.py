@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import Iterable, Literal, Mapping, Sequence
+
+from pydantic import Field, model_validator
 
 from ..core.errors import TutorialError
+from ..core.model import FrozenModel
 
-if TYPE_CHECKING:
-    from .cards import Knob
 
 SCHEMA_PATH = Path(__file__).parents[1] / "data" / "pinned" / "schema.json"
 JSON_FLAGS = ("--compilation-config", "--additional-config")
@@ -273,3 +274,43 @@ def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None 
         if refused and value == refused[0] and not eager:
             problems.append(f"{var}={value}: {refused[1]}")
     return problems
+
+
+class Knob(FrozenModel):
+    """A backend's own tuning knob, measured on top of graph mode where this build runs that backend.
+
+    An NPU knob names its ``source`` (a file and section of vllm-ascend at the pinned release, or an issue
+    number) and is checked against what that release accepts (:func:`npu_tutorials.inputs.knobs.knob_problems`).
+    ``{machine}`` in an environment value is the build host's architecture (``uname -m``)."""
+
+    name: str
+    backends: list[Literal["npu", "cuda", "cpu"]]
+    flags: list[str] = []
+    env: dict[str, str] = {}
+    why: str = ""
+    source: str = ""
+    min_devices: int = Field(default=1, ge=1, description="a setting for servers that span several cards: "
+                                                          "measured only where the card's server uses this many")
+
+    @model_validator(mode="after")
+    def _npu_knobs_hold_against_the_pinned_release(self) -> "Knob":
+        if "npu" in self.backends:
+            if not self.source.strip():
+                raise ValueError(f"knob {self.name!r}: an NPU knob names its source (file and section, or issue)")
+            problems = knob_problems(self)
+            if problems:
+                raise ValueError(f"knob {self.name!r}: {problems[0]}"
+                                 + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        return self
+
+
+class TuningSpec(FrozenModel):
+    """The report's conditions beside a tuned deployment, both measured in the same build."""
+
+    knobs: list[Knob] = []
+    knob_profiles: list[Literal["full", "quick"]] = ["full"]
+    profiles: list[Literal["full", "quick"]] = Field(default=["full", "quick"], description="the profiles that "
+                                                     "measure tuning; the others show a recorded one with its "
+                                                     "provenance")
+    overhead_model: bool = Field(default=True, description="measure the fixed per-token overhead on a tiny "
+                                                           "model of the same architecture")

