@@ -46,3 +46,27 @@ def test_derive_is_the_floor_times_the_factor_rounded_to_the_looser_side():
     d = floor.derive(rows, 4)
     assert d == {"ppl_rel_diff_pct_max": 1.3, "cosine_min": 0.9968, "kl_max": 0.016, "near_tie_nmse_pct_max": 6.8}
     assert d["cosine_min"] <= 1 - 4 * 0.0008 and d["kl_max"] >= 4 * 0.004 and d["near_tie_nmse_pct_max"] >= 6.72
+
+
+def test_the_floor_script_measures_and_derives(tmp_path):
+    """scripts/bf16_floor.py on the trained model's real checkpoint (one calibration text): a record whose
+    derivation is floor.derive of its own floor, without a machine path."""
+    import subprocess
+    import sys
+
+    from npu_tutorials.checks.site_check import machine_path_problems
+
+    out = tmp_path / "floor.json"
+    key = next(k for k in known_models() if load_card(k).packaged is not None)
+    p = subprocess.run([sys.executable, "scripts/bf16_floor.py", key, "--texts", "1", "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rec = json.loads(out.read_text())
+    assert len(rec["floor"]) == 1 and rec["derived"] == floor.derive(rec["floor"], rec["factor"])
+    assert 0.99 < rec["floor"][0]["mean_cosine"] < 1 and machine_path_problems([out]) == []
+
+
+def test_every_script_is_run_by_a_test():
+    names = sorted(p.name for p in (ROOT / "scripts").iterdir() if p.is_file())
+    tests = "".join(p.read_text() for p in (ROOT / "tests").glob("*.py"))
+    assert [n for n in names if n not in tests] == []

@@ -95,7 +95,7 @@ def latency_distributions(bench, title: str, lang: str = "en"):
             ax.hist(values, bins=min(30, max(5, values.size // 2)), color="#3a6ea5")
             ax.axvline(np.median(values), color="k", ls="--", lw=1,
                        label=in_(_("median {value:.1f} ms", value=np.median(values)), lang))
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper right")  # "best" searches the histogram: slow, and it warns
         ax.set_title(in_(name, lang), fontsize=10)
         ax.set_xlabel("ms")
     axes[0].set_ylabel(in_(_("count"), lang))
