@@ -45,8 +45,8 @@ def test_converted_config(converted):
 @pytest.mark.parametrize("text", [
     "你好",
     "Hello, what is your name?",
-    "def f(x):\n    return x * 2  # 注释 mixed 中英文 text\n" * 4,
-    "The Qwen series. " * 60,
+    pytest.param("def f(x):\n    return x * 2  # 注释 mixed 中英文 text\n" * 4, marks=pytest.mark.slow),
+    pytest.param("The Qwen series. " * 60, marks=pytest.mark.slow),  # the long ones: seconds each
 ])
 def test_logits_equal_an_independent_qwen_forward(qwen_tiny, converted, text):
     import torch

@@ -48,6 +48,7 @@ def test_derive_is_the_floor_times_the_factor_rounded_to_the_looser_side():
     assert d["cosine_min"] <= 1 - 4 * 0.0008 and d["kl_max"] >= 4 * 0.004 and d["near_tie_nmse_pct_max"] >= 6.72
 
 
+@pytest.mark.slow  # a minute of transformers on CI; the derivation's arithmetic: the test above
 def test_the_floor_script_measures_and_derives(tmp_path):
     """scripts/bf16_floor.py on the trained model's real checkpoint (one calibration text): a record whose
     derivation is floor.derive of its own floor, without a machine path."""

@@ -133,6 +133,7 @@ def _doc(repo: Path, key: str) -> dict:
     return d
 
 
+@pytest.mark.slow  # three page builds (half a minute on CI); assemble's refusals and the split: the tests below
 def test_two_shards_plus_assemble_equal_one_build(fast, tmp_path):
     env, single = fast["env"], fast["single"]
     archives = tmp_path / "archives"
