@@ -31,6 +31,8 @@ def main() -> int:
     a = ap.parse_args()
 
     from npu_tutorials.engine.backend import describe_environment
+    from npu_tutorials.engine.commands import CONVERTED_ARCHS
+    from npu_tutorials.inputs.convert import ensure_converted
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.inputs.weights import resolve_weights
     from npu_tutorials.measure import floor
@@ -39,7 +41,10 @@ def main() -> int:
     card = load_card(a.model)
     w = resolve_weights(card)
     texts = floor.TEXTS[:a.texts] if a.texts else floor.TEXTS
-    rows = floor.measure_floor(w.path, texts)
+    path = w.path
+    if card.architecture in CONVERTED_ARCHS:  # first-generation QWen: transformers reads the Qwen2-layout conversion
+        path = ensure_converted(path)
+    rows = floor.measure_floor(path, texts)
     env = describe_environment("cpu")
     doc = {"schema": 1, "model": card.key,
            "provenance": {"date": now_utc(), "git_commit": git_commit(), "weights": scrub(str(w.label())),

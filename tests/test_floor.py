@@ -22,22 +22,46 @@ def test_a_floor_is_recorded_for_the_trained_model():
         k for k in known_models() if load_card(k).packaged is not None}
 
 
-@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
-def test_the_cards_limits_are_the_records_derivation(path):
-    rec = json.loads(path.read_text())
-    card = load_card(rec["model"])
+CONSISTENCY_CARDS = [k for k in known_models() if load_card(k).accuracy.consistency is not None]
+
+
+def _record(key: str) -> dict:
+    path = ROOT / "results" / "methods" / f"bf16-floor-{key}.json"
+    assert path.is_file(), f"{path.name}: no bf16 floor recorded (scripts/bf16_floor.py {key})"
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("key", CONSISTENCY_CARDS)
+def test_the_cards_derived_limits_are_the_records_derivation(key):
+    """Every card's logits limits that no report set on logits (cosine and KL always) are its floor record's
+    derivation, and that record measured real weights on texts the card's checks do not judge."""
+    card = load_card(key)
+    a = card.accuracy
+    c = a.consistency
+    rec = _record(c.derived.record)
     derived = floor.derive(rec["floor"], rec["factor"])
     assert rec["derived"] == derived and rec["factor"] == floor.FACTOR
-    a = card.accuracy
-    t = a.consistency.thresholds
-    assert (t.ppl_rel_diff_pct_max, t.cosine_min, t.kl_max, t.near_tie_nmse_pct_max) == (
-        derived["ppl_rel_diff_pct_max"], derived["cosine_min"], derived["kl_max"], derived["near_tie_nmse_pct_max"])
-    for other in (a.greedy.thresholds.near_tie_nmse_pct_max if a.greedy else None,
-                  a.qa.near_tie_nmse_pct_max if a.qa else None):
-        assert other in (None, derived["near_tie_nmse_pct_max"])
-    judged = {a.consistency.text, *(a.logits.prompts if a.logits else []), *(a.greedy.prompts if a.greedy else [])}
+    t = c.thresholds.model_dump()
+    assert {k: t[k] for k in c.derived.limits} == {k: derived[k] for k in c.derived.limits}
+    if "near_tie_nmse_pct_max" in c.derived.limits:
+        for other in (a.greedy.thresholds.near_tie_nmse_pct_max if a.greedy else None,
+                      a.qa.near_tie_nmse_pct_max if a.qa else None):
+            assert other in (None, derived["near_tie_nmse_pct_max"])
+    judged = {c.text, *(a.logits.prompts if a.logits else []), *(a.greedy.prompts if a.greedy else [])}
     assert not judged & {f["text"] for f in rec["floor"]}  # calibrated on texts the checks do not judge
     assert rec["provenance"]["weights_kind"] == "real" and "/" not in rec["provenance"]["weights"].split(":")[0]
+
+
+def test_a_card_cannot_copy_a_hidden_state_cosine_onto_logits(tmp_path):
+    from npu_tutorials.core.errors import TutorialError
+    from npu_tutorials.inputs.cards import CARDS_DIR, load_card_file
+
+    text = (CARDS_DIR / "qwen-1_8b-chat.yaml").read_text()
+    assert "limits: [cosine_min, kl_max" in text
+    bad = tmp_path / "qwen-1_8b-chat.yaml"
+    bad.write_text(text.replace("limits: [cosine_min, kl_max, ", "limits: ["))
+    with pytest.raises(TutorialError, match="cosine_min, kl_max must be derived"):
+        load_card_file(bad)
 
 
 def test_derive_is_the_floor_times_the_factor_rounded_to_the_looser_side():

@@ -124,11 +124,30 @@ class ConsistencyThresholds(FrozenModel):
     near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
 
 
+class DerivedLimits(FrozenModel):
+    """Which limits of a logits check come from a recorded bf16 floor (``results/methods/bf16-floor-<record>.json``,
+    ``measure.floor.derive``) rather than from the report: the ones the report set on another quantity or not at
+    all.  ``record`` is the card key whose real weights were measured."""
+
+    record: str
+    limits: list[Literal["ppl_rel_diff_pct_max", "cosine_min", "kl_max", "near_tie_nmse_pct_max"]] = Field(
+        min_length=1)
+
+    @field_validator("limits")
+    @classmethod
+    def _logits_only_limits(cls, v: list[str]) -> list[str]:
+        missing = [k for k in ("cosine_min", "kl_max") if k not in v]
+        if missing:  # no report set these on logits: the Qwen-1_8B-Chat report's cosine was for hidden states
+            raise ValueError(f"{', '.join(missing)} must be derived (a report's hidden-state figure is not a logits limit)")
+        return v
+
+
 class ConsistencyCheck(FrozenModel):
     """One forward pass over a fixed text: every position, engine vs reference."""
 
     text: str
     thresholds: ConsistencyThresholds
+    derived: DerivedLimits
 
 
 class QAItem(FrozenModel):

@@ -40,6 +40,17 @@ def _subsample(x: np.ndarray, n: int = 4000) -> list[float]:
     return [round(float(v), 5) for v in x[::step]]
 
 
+
+def _near_tie_bound(a) -> float:
+    """The bound a split's error must stay within to be a near-tie, for a request no check of the card judges
+    (the functional one): the card's greedy, else its QA, else its consistency bound, else the default."""
+    for bound in (a.greedy and a.greedy.thresholds.near_tie_nmse_pct_max, a.qa and a.qa.near_tie_nmse_pct_max,
+                  a.consistency and a.consistency.thresholds.near_tie_nmse_pct_max):
+        if bound:
+            return bound
+    return metrics.NEAR_TIE_NMSE_PCT_MAX
+
+
 class AccuracySteps:
     """The engine against the fp32 CPU reference (logits, every position, greedy text), and the task scores.
     Every check runs on the server in the accuracy dtype (:meth:`ServingSteps.server_for`)."""
@@ -119,11 +130,7 @@ class AccuracySteps:
         with self.s.step(f"functional request, greedy, engine beside the fp32 reference ({n} tokens)"):
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, [f.prompt], n, chat=chat,
                                                 stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
-        bound = metrics.NEAR_TIE_NMSE_PCT_MAX
-        g = self.s.card.accuracy.greedy
-        if g is not None:
-            bound = g.thresholds.near_tie_nmse_pct_max
-        row = _text_rows(rows, bound, chat)[0]
+        row = _text_rows(rows, _near_tie_bound(self.s.card.accuracy), chat)[0]
         self.s.results.functional = f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.server_dtype,
                                                                 "greedy_tokens": n})
         return row

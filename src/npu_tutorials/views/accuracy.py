@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from . import plots
 from ..core.messages import SENTENCE_GAP, _, sentences
+from ..inputs.cards import load_card
+from ..measure.floor import FACTOR
 from ..measure.metrics import SPLIT_KINDS, agrees
 from ..core.tables import Table, Verdict, fmt
 from .base import BaseViews
@@ -78,7 +80,15 @@ class AccuracyViews(BaseViews):
     def consistency_verdict(self) -> Verdict:
         """The every-position consistency verdict against the card's thresholds."""
         c = self.need("forward_consistency")
-        return self.verdict(c.checks, self.stand_in_caveat)
+        return self.verdict(c.checks, " ".join(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x))
+
+    def derived_limits_note(self) -> str:
+        """Which of the consistency limits are derived for logits, and from which model's measured floor."""
+        d = self.card.accuracy.consistency.derived
+        return _("Limits derived for logits ({limits}): {factor:g} x the bf16 rounding floor measured on the real weights of "
+                 "{model}, on texts no check judges (see 'How the checks work'); the other limits are an "
+                 "evaluation report's thresholds on the same quantities.",
+                 limits=", ".join(d.limits), factor=FACTOR, model=load_card(d.record).name)
 
     def consistency_flips(self) -> Table:
         """Every position where the engine's top-1 differs: the reference's margin beside the engine's error."""
