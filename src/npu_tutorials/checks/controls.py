@@ -141,7 +141,9 @@ class ControlSpec:
         return tuple(c for c in CHECKS if getattr(self, c) is not None)
 
     def to_dict(self) -> dict:
-        out = {c: getattr(self, c).model_dump() for c in self.checks}
+        # a check's inputs and thresholds; where its limits came from (consistency.derived) is not an input
+        out = {c: getattr(self, c).model_dump(exclude={"derived"} if c == "consistency" else None)
+               for c in self.checks}
         if self.text is not None:
             out["text"]["exact_min"] = self.text.exact_min
         return {**out, "stop_ids": self.stop_ids, "source": self.source}

@@ -84,7 +84,10 @@ class AccuracyViews(BaseViews):
 
     def derived_limits_note(self) -> str:
         """Which of the consistency limits are derived for logits, and from which model's measured floor."""
-        d = self.card.accuracy.consistency.derived
+        c = self.card.accuracy.consistency
+        if c is None:  # a recorded document rendered beside a card that has no consistency check any more
+            return ""
+        d = c.derived
         return _("Limits derived for logits ({limits}): {factor:g} x the bf16 rounding floor measured on the real weights of "
                  "{model}, on texts no check judges (see 'How the checks work'); the other limits are an "
                  "evaluation report's thresholds on the same quantities.",
