@@ -80,7 +80,7 @@ class AccuracyViews(BaseViews):
     def consistency_verdict(self) -> Verdict:
         """The every-position consistency verdict against the card's thresholds."""
         c = self.need("forward_consistency")
-        return self.verdict(c.checks, " ".join(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x))
+        return self.verdict(c.checks, sentences(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x))
 
     def derived_limits_note(self) -> str:
         """Which of the consistency limits are derived for logits, and from which model's measured floor."""
