@@ -31,8 +31,7 @@ def main() -> int:
     a = ap.parse_args()
 
     from npu_tutorials.engine.backend import describe_environment
-    from npu_tutorials.engine.commands import CONVERTED_ARCHS
-    from npu_tutorials.inputs.convert import ensure_converted
+    from npu_tutorials.inputs.convert import as_read
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.inputs.weights import resolve_weights
     from npu_tutorials.measure import floor
@@ -41,10 +40,7 @@ def main() -> int:
     card = load_card(a.model)
     w = resolve_weights(card)
     texts = floor.TEXTS[:a.texts] if a.texts else floor.TEXTS
-    path = w.path
-    if card.architecture in CONVERTED_ARCHS:  # first-generation QWen: transformers reads the Qwen2-layout conversion
-        path = ensure_converted(path)
-    rows = floor.measure_floor(path, texts)
+    rows = floor.measure_floor(as_read(card.architecture, w.path), texts)  # QWen: its Qwen2-layout conversion
     env = describe_environment("cpu")
     doc = {"schema": 1, "model": card.key,
            "provenance": {"date": now_utc(), "git_commit": git_commit(), "weights": scrub(str(w.label())),

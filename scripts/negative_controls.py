@@ -45,7 +45,8 @@ def main() -> int:
     from npu_tutorials.checks import controls
     from npu_tutorials.engine.backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype
     from npu_tutorials.inputs.cards import known_models, load_card
-    from npu_tutorials.engine.commands import CONVERTED_ARCHS, build_env, server_argv
+    from npu_tutorials.engine.commands import build_env, server_argv
+    from npu_tutorials.inputs.convert import as_read
     from npu_tutorials.core.errors import TutorialError
     from npu_tutorials.record.results import git_commit, now_utc
     from npu_tutorials.engine.server import VLLMServer, free_port
@@ -74,10 +75,7 @@ def main() -> int:
             right = info.path
             what = (f"tiny planted stand-in of {card.key} (2 layers, hidden 256), seed {info.seed}, "
                     f"sha256 {info.sha256[:12]}")
-        if card.architecture in CONVERTED_ARCHS:
-            from npu_tutorials.inputs.convert import ensure_converted
-
-            right = ensure_converted(right)
+        right = as_read(card.architecture, right)
         served = engine_dtype(card.serve.dtype, backend, env.device_name, env.soc_version)
         dtype = accuracy_dtype(card.serve.dtype, backend, served.dtype)  # as the pages' checks run
         dtype_note = served.why if dtype == served.dtype else ""

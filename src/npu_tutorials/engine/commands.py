@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 from . import devices
 from ..inputs.cards import Card
+from ..inputs.convert import CONVERTED_ARCHS
 from .server import ENGINE_READY_TIMEOUT_S
 from ..core.messages import N_
 
@@ -62,8 +63,7 @@ BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, 
                  CPU_NO_COMPILE, CPU_CHECKS_IN_PROCESS)
 
 
-# Architectures that current vLLM no longer serves natively, and the layout we convert them to.
-CONVERTED_ARCHS = {"QWenLMHeadModel": "Qwen2ForCausalLM"}
+# Architectures that current vLLM no longer serves natively, and the layout we convert them to (inputs.convert).
 # vLLM lists QWenLMHeadModel as supported up to 0.23.0, and the pinned image carries vLLM 0.23.0; but no
 # vllm-ascend support list (docs/source/user_guide/support_matrix/supported_models.md) or e2e test names a
 # first-generation QWen model, so the native route on the NPU is untested.

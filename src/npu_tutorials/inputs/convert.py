@@ -21,6 +21,9 @@ from typing import Any
 
 from ..core.errors import TutorialError
 
+# Architectures that current vLLM no longer serves natively, and the layout this module converts them to.
+CONVERTED_ARCHS = {"QWenLMHeadModel": "Qwen2ForCausalLM"}
+
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
 CHATML_TEMPLATE = (
     "{%- if messages[0]['role'] != 'system' %}"
@@ -269,3 +272,9 @@ def ensure_converted(src: Path, cache_dir: Path | None = None) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def as_read(architecture: str, path: Path) -> Path:
+    """The checkpoint at ``path`` as engine and reference read it: itself, or its cached conversion where
+    ``architecture`` is one current vLLM (and transformers without remote code) no longer has."""
+    return ensure_converted(path) if architecture in CONVERTED_ARCHS else Path(path)

@@ -40,7 +40,6 @@ def _subsample(x: np.ndarray, n: int = 4000) -> list[float]:
     return [round(float(v), 5) for v in x[::step]]
 
 
-
 def _near_tie_bound(a) -> float:
     """The bound a split's error must stay within to be a near-tie, for a request no check of the card judges
     (the functional one): the card's greedy, else its QA, else its consistency bound, else the default."""
