@@ -76,6 +76,7 @@ def test_copy_paste_serve_commands_parse(serve_parser, key):
         assert args.dtype == card.serve.dtype
         assert not args.enforce_eager, "the copy-paste commands run graph mode, the production default"
         assert not args.trust_remote_code  # the converted checkpoint where the architecture needs one
+        assert args.api_key == [C.API_KEY_REF], "every copy-paste server requires the generated key (shell-expanded)"
 
 
 @pytest.mark.parametrize("key", known_models())
@@ -232,7 +233,7 @@ def test_deploy_page_has_a_tab_per_backend_and_env(card):
     assert "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" in rst
     assert "--gpu-memory-utilization 0.9" in rst  # accelerators only
     assert "--gpu-memory-utilization" not in _tabs(rst)["cpu"]
-    assert "no authentication" in rst
+    assert "**Secure by default.**" in rst and "without a key" in rst  # the choice, and the build's own servers
     assert "--enforce-eager \\" not in rst and "graph mode" in rst.lower()
     assert "The report ran eager mode" in rst  # the report's condition, named as such
 
@@ -262,7 +263,7 @@ def test_npu_tab_has_the_container_and_the_multi_card_recipes(card):
     for opt in ("--device /dev/davinci0", "--device /dev/davinci_manager", "--device /dev/devmm_svm",
                 "--device /dev/hisi_hdc", "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi",
                 "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/", "--shm-size=1g",
-                "-p 8000:8000", '-v "$PWD":/workspace/deploy', "-w /workspace/deploy", C.ascend_image()):
+                "-p 127.0.0.1:8000:8000", '-v "$PWD":/workspace/deploy', "-w /workspace/deploy", C.ascend_image()):
         assert opt in npu, opt
     assert "--device /dev/davinci3" in npu  # the multi-card container
     assert "--data-parallel-size 4" in npu and "--tensor-parallel-size 2" in npu and "--port $((8000 + i))" in npu
@@ -282,3 +283,33 @@ def test_the_runner_docker_line_is_unchanged_by_the_deploy_options():
     argv = deploy.container_argv(load_card("qwen2.5-0.5b"), devices=range(2), ports=(8000, 8001))
     assert argv[argv.index("-w") + 1] == deploy.CONTAINER_DIR and argv.count("-p") == 2
     assert argv[:2] == ["docker", "run"] and argv.count("--device") == 2 + len(C.ASCEND_CONTROL_DEVICES)
+
+
+@pytest.mark.parametrize("key", known_models())
+def test_every_tab_is_secure_by_default(key):
+    """Issue 40: each tab generates a key once, starts its server with it on loopback (in vllm-ascend's container:
+    0.0.0.0 inside, published on the host's 127.0.0.1 only), and every request of the set sends it: curl, the
+    openai client, the readiness check's /v1 request and vllm bench serve (OPENAI_API_KEY, read by vLLM 0.23.0's
+    and 0.32.0's vllm/benchmarks/lib/endpoint_request_func.py)."""
+    card = load_card(key)
+    auth = 'Authorization: Bearer $VLLM_API_KEY'
+    for b in deploy.BACKENDS:
+        st = {s.key: s for s in deploy.steps(card, b)}
+        env = st["env"].text
+        assert env.count("secrets.token_hex(16)") == 1 and f"> {deploy.KEY_FILE})" in env and "umask 077" in env
+        assert all("token_hex" not in s.text for k, s in st.items() if k != "env"), "the key is generated once"
+        serve = shlex.split(st["serve"].text.replace("\\\n", " "))
+        assert serve[serve.index("--api-key") + 1] == "$VLLM_API_KEY"
+        assert serve[serve.index("--host") + 1] == ("0.0.0.0" if b == "npu" else "127.0.0.1")
+        assert st["health"].text.startswith(f"export VLLM_API_KEY=$(cat {deploy.KEY_FILE})")
+        assert f'-H "{auth}" http://localhost:8000/v1/models' in st["health"].text
+        assert f'-H "{auth}"' in st["curl"].text
+        assert 'api_key=os.environ["VLLM_API_KEY"]' in st["client"].text and '"EMPTY"' not in st["client"].text
+        assert 'OPENAI_API_KEY="$VLLM_API_KEY" ' in st["bench"].text
+        if b == "npu":
+            docker = st["install"].text
+            assert "-p 127.0.0.1:8000:8000" in docker and "-p 8000:8000" not in docker
+        for r in (deploy.multi_card(card, b) if b != "cpu" else []):
+            argv = shlex.split(r.text.replace("\\\n", " ").split("\n")[-1]) if r.key != "replicas" else None
+            assert '--api-key "$VLLM_API_KEY"' in r.text and "--host 127.0.0.1" in r.text, r.key  # --net=host
+            assert argv is None or argv[argv.index("--host") + 1] == "127.0.0.1"

@@ -175,12 +175,12 @@ def test_the_cpu_build_runs_the_offline_script_in_process_and_says_so(tiny, tmp_
 # -- slow: the CPU set, run --------------------------------------------------------------------------
 
 class Session:
-    """Runs steps in order in one folder, as a reader pasting them into a shell would: the exports of the
-    environment step apply to every later step; a server step keeps running (its own process group)."""
+    """Runs steps in order in one folder, as a reader pasting them into a shell would: the environment step
+    runs once (it generates the API key) and what it exports applies to every later step; a server step keeps
+    running (its own process group)."""
 
     def __init__(self, cwd: Path):
         self.cwd = cwd
-        self.exports = ""
         self.env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
         self.servers: list[subprocess.Popen] = []
         self.times: dict[str, float] = {}
@@ -190,14 +190,12 @@ class Session:
         self.env["VLLM_RPC_BASE_PATH"] = self.rpc
 
     def _bash(self, text: str) -> list[str]:
-        return ["bash", "-e", "-o", "pipefail", "-c", self.exports + text]
+        return ["bash", "-e", "-o", "pipefail", "-c", text]
 
     def run(self, step: deploy.Step, timeout: float = 600) -> subprocess.CompletedProcess:
         from npu_tutorials.engine.isolated import run_group
 
         t = time.monotonic()
-        if step.key == "env":
-            self.exports += step.text + "\n"
         if step.file:
             (self.cwd / step.file).write_text(step.text)
         cmd = step.run if step.file else step.text
@@ -209,7 +207,13 @@ class Session:
             log.close()
             self.times[step.key] = 0.0
             return subprocess.CompletedProcess([cmd], 0, "", "")
+        env_mark = "\n---the environment after this step---\n"
+        if step.key == "env":  # pasted once; the shell keeps what it exported
+            cmd += f"\nprintf '{env_mark}'; env -0"
         proc = run_group(self._bash(cmd), timeout=timeout, env=self.env, cwd=self.cwd, what=step.key)
+        if step.key == "env" and proc.returncode == 0:
+            proc.stdout, _, dump = proc.stdout.partition(env_mark)
+            self.env = dict(kv.split("=", 1) for kv in dump.split("\0") if "=" in kv)
         self.times[step.key] = round(time.monotonic() - t, 1)
         assert proc.returncode == 0, (f"step {step.key} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
                                       f"{proc.stderr[-3000:]}\n{self.server_log()}")
@@ -254,7 +258,8 @@ class CpuSetRun:
         self.work.mkdir(parents=True)
         self.path = self.work / card.name  # where the reader's download would be: the tiny stand-in, linked
         self.path.symlink_to(standin, target_is_directory=True)
-        steps = deploy.cpu_set(card, path=self.path, port=free_port(), repo=ROOT)
+        self.port = free_port()
+        steps = deploy.cpu_set(card, path=self.path, port=self.port, repo=ROOT)
         if part == "served":
             steps = [s for s in steps if s.key != "offline"]
         elif part == "offline":
@@ -311,6 +316,7 @@ class CpuSetRun:
                 assert [m["id"] for m in json.loads(lines[1])["data"]] == [name]
                 assert re.search(r"^vllm:num_requests_running\{.*model_name=\"" + re.escape(name), text, re.M)
                 assert re.search(r"^vllm:kv_cache_usage_perc\{", text, re.M)
+                self._assert_secure()
             elif step.key == "curl":  # HTTP 200 (--fail-with-body exits non-zero otherwise)
                 body = json.loads(out["curl"].stdout)
                 assert body["model"] == name and body["choices"]
@@ -324,6 +330,67 @@ class CpuSetRun:
                 res = json.loads((self.work / deploy.bench_file(card)).read_text())
                 prof = card.benchmark.profiles[deploy.bench_profile(card, "cpu")]
                 assert res["completed"] == prof.num_prompts and res["failed"] == 0
+
+
+    def _assert_secure(self) -> None:
+        """The pasted server is secure by default (issue 40): /v1 answers 401 without the set's key or with
+        another, 200 with it; the key file is its owner's only; the port listens on 127.0.0.1 and nowhere else."""
+        import stat
+        import urllib.error
+        import urllib.request
+
+        key_file = self.work / deploy.KEY_FILE
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        key = key_file.read_text().strip()
+        assert re.fullmatch(r"[0-9a-f]{32}", key)
+
+        def status(token: str | None) -> int:
+            req = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/models",
+                                         headers={"Authorization": f"Bearer {token}"} if token else {})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    return r.status
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        assert (status(None), status("0" * 32), status(key)) == (401, 401, 200)
+        assert listening_addresses(self.port) == {"127.0.0.1"}
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a socket listening on ``port``, from /proc/net/tcp and tcp6 (no root needed)."""
+    import ipaddress
+
+    out = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            addr, p = local.split(":")
+            if state != "0A" or int(p, 16) != port:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(addr)
+            # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            out.add(str(ipaddress.ip_address(raw)))
+    return out
+
+
+def test_listening_addresses_reads_the_kernels_tables():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert listening_addresses(port) == {"127.0.0.1"}
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        assert listening_addresses(s.getsockname()[1]) == {"0.0.0.0"}
 
 
 @pytest.fixture

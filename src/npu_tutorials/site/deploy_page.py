@@ -57,7 +57,8 @@ def _multi_rst(card: Card, backend: str) -> str:
                      f"{a3.chips_per_card} of them (``npu-smi info`` lists Chip 0 and 1 per NPU; "
                      f"``/dev/davinci0`` to ``/dev/davinci{a3.chips - 1}`` on an {a3.label} host). As "
                      "vllm-ascend's multi-card docker line does, the container shares the host's network "
-                     "(``--net=host``: HCCL between the chips, and the ports below need no ``-p``) and mounts "
+                     "(``--net=host``: HCCL between the chips, and the ports below need no ``-p``; the servers "
+                     "listen on the host's 127.0.0.1, with the key) and mounts "
                      "the driver's ``hccn_tool`` (the chips' network settings).\n")
     for r in multi_card(card, backend):
         parts.append(f"*{r.title}*: {r.why}\n")
@@ -157,9 +158,13 @@ def _conditions_rst(card: Card) -> str:
         "torch.compile on the CPU) decodes faster once started. Add ``--enforce-eager`` "
         "(``enforce_eager=True`` in ``vllm.LLM``) for the fastest start and the least memory, to reproduce "
         "the report's conditions, or to debug.\n\n"
-        "``--host 0.0.0.0`` listens on every interface of the host: the API has no authentication, so keep "
-        "the port behind a firewall, or add ``--api-key`` (then pass it as the client's ``api_key``) and use "
-        "``--host 127.0.0.1`` on a shared machine.\n")
+        "**Secure by default.** Every server above requires the key the environment step generated, and "
+        "listens on this host's loopback only (``--host 127.0.0.1``; vllm-ascend's container publishes "
+        "``-p 127.0.0.1:8000:8000``), because vLLM serves anyone who reaches its port when it has no "
+        "``--api-key``. For a load balancer on another host, publish the port on the interface it reaches "
+        "(``-p 8000:8000``, or ``--host 0.0.0.0`` outside a container), keep the key, and let the firewall "
+        "admit only the balancer. (This page's own build runs its servers on 127.0.0.1 without a key: nothing "
+        "else can reach them, and they stop with the build.)\n")
 
 
 def deploy_rst(card: Card) -> str:

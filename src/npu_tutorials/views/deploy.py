@@ -15,8 +15,9 @@ from ..core.messages import N_, Text, _, html, join, reread
 from .base import BaseViews
 
 NOT_FOR_COPYING = N_("The commands of this page's own build, for the record, not for copying: they point at this "
-                     "build's weights folder (<weights>) and a server on 127.0.0.1 at a random port, and carry "
-                     "settings only the build needs. Copy from \"Deploy it yourself\".")
+                     "build's weights folder (<weights>) and a server on 127.0.0.1 at a random port, with no API key "
+                     "(nothing outside this machine reaches it), and carry settings only the build needs. Copy from "
+                     "\"Deploy it yourself\".")
 LIST_SEP = Text(", ", {"zh_CN": "、"})  # between the parts a summary names
 
 
@@ -63,7 +64,7 @@ class DeployViews(BaseViews):
         if part == "requests":
             base = self.need("server").base_url
             return [(_("readiness and the request (curl; the page's own request went through the openai client)"),
-                     f"curl -sf {base}/v1/models\n{curl_text(self.card, base)}")]
+                     f"curl -sf {base}/v1/models\n{curl_text(self.card, base, auth=False)}")]
         if part == "bench":
             return [(_("vllm bench serve against this build's server (<weights>: its tokenizer)"),
                      self.need("benchmark").command)]
