@@ -35,7 +35,7 @@ def main() -> int:
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.inputs.weights import resolve_weights
     from npu_tutorials.measure import floor
-    from npu_tutorials.record.results import git_commit, now_utc, scrub
+    from npu_tutorials.record.results import git_commit, now_utc, scrub, write_record
 
     card = load_card(a.model)
     w = resolve_weights(card)
@@ -51,7 +51,7 @@ def main() -> int:
            "factor": floor.FACTOR, "floor": rows, "derived": floor.derive(rows)}
     out = a.out or ROOT / "results" / "methods" / f"bf16-floor-{card.key}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    write_record(doc, out)
     for r in rows:
         print(f"{r['positions']:3d} positions: mean cosine {r['mean_cosine']:.6f}, mean KL {r['mean_kl_nats']:.5f}, "
               f"max nMSE {r['max_nmse_pct']:.3f} %, flips {r['flips']}")

@@ -37,8 +37,7 @@ def main() -> int:
     # not asked to execute is not this build's to fail
     only = os.environ.get("TUTORIAL_ONLY", "")
     problems = check(Path(a.build_dir), only, strict=a.strict)
-    for p in problems:
-        print(f"check: {p}", file=sys.stderr)
+    pages = list(problems)  # printed last: a failed page's cause is the build's last line
     if not problems:
         print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
               "check: every page is publishable (executed pages are complete, the others say they did not run)")
@@ -80,6 +79,9 @@ def main() -> int:
         for line in regressions:
             print(f"gate: {line}", file=sys.stderr)
         problems += regressions
+    sys.stdout.flush()  # the lines above first, also where stdout is a pipe
+    for p in pages:
+        print(f"check: {p}", file=sys.stderr)
     return 1 if problems else 0
 
 

@@ -48,7 +48,7 @@ def main() -> int:
     from npu_tutorials.engine.commands import build_env, server_argv
     from npu_tutorials.inputs.convert import as_read
     from npu_tutorials.core.errors import TutorialError
-    from npu_tutorials.record.results import git_commit, now_utc
+    from npu_tutorials.record.results import git_commit, now_utc, write_record
     from npu_tutorials.engine.server import VLLMServer, free_port
     from npu_tutorials.inputs.standin import ensure_standin, tiny_config
 
@@ -116,7 +116,7 @@ def main() -> int:
             **res,
         }
         out = a.out_dir / f"negative-controls-{key}{'-real' if a.real else ''}.json"
-        out.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
+        write_record(doc, out)
         for fam, r in res["families"].items():
             print(f"  {fam}: first FAIL per check {json.dumps(r['first_fail'])}")
         print(f"wrote {out}", flush=True)

@@ -46,7 +46,7 @@ def main() -> int:
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.core.errors import TutorialError
     from npu_tutorials.record.headline import gated_steps, headline_figures
-    from npu_tutorials.record.results import git_commit, now_utc
+    from npu_tutorials.record.results import git_commit, now_utc, write_record
     from npu_tutorials.inputs.weights import local_path_var
 
     if a.runs < (1 if a.append else 2):
@@ -96,7 +96,7 @@ def main() -> int:
         "headline_runs": values,  # the data; the gate and the methods page derive the limits from it
     }
     a.out_dir.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_record(doc, out)
     for k in keys if res else []:
         v = values[k]
         r = res[k]

@@ -243,6 +243,81 @@ def test_a_failed_tutorial_is_named_by_its_own_error_not_by_sphinx_s_bug_banner(
     assert failure_line(html) == "RuntimeError: the server went away"
 
 
+DIED = ("the vLLM server died during the serving benchmark (killed by signal SIGKILL); last lines of "
+        "{log}:\n(EngineCore pid=7) INFO 12-02 10:00:00 [multiproc_executor.py:486] [shutdown] Executor: all "
+        "workers exited gracefully")
+
+
+def test_a_tutorial_error_ends_on_its_cause_without_a_traceback(tmp_path):
+    """Issue 40: a TutorialError (here the message a server killed during the benchmark raises,
+    engine.server.VLLMServer.check_alive: the cause, then the log it quotes) is logged and shown as its message,
+    not as a traceback; the page, the failed run's results document and the check's line name the cause, not the
+    log's last line; the language check says nothing more about the failed page.  Another exception keeps its
+    traceback, logged once."""
+    from npu_tutorials.checks.site_check import failure_line
+    from npu_tutorials.checks.translations import mirror_problems
+
+    proj = _project(tmp_path)
+    ex = proj / "gallery" / "ex.py"
+    died = DIED.format(log=proj / "server.log")
+    conf = proj / "conf.py"  # as conf.py has it: the build's own check names a failed page
+    conf.write_text(conf.read_text().replace('"only_warn_on_example_error": False', '"only_warn_on_example_error": True'))
+    ex.write_text(EXAMPLE.replace('raise RuntimeError("the server went away")',
+                                  "from npu_tutorials.core.errors import TutorialError\n"
+                                  f"    raise TutorialError({died!r})"))
+    p = _build(proj, fail=True)
+    assert "Traceback (most recent call last)" not in p.stderr, p.stderr[-3000:]
+    assert "gallery/ex.py failed: TutorialError: the vLLM server died during the serving benchmark" in p.stderr
+    # the closing summary names it in one line (no log, no traceback)
+    assert "leaving traceback:\n\n    the vLLM server died during the serving benchmark (killed by signal SIGKILL)\n" in p.stderr
+    html = (proj / "_build" / "generated" / "ex.html").read_text()
+    assert "Traceback" not in html and "all workers exited gracefully" in html  # the page keeps the whole message
+    assert failure_line(html) == "the vLLM server died during the serving benchmark (killed by signal SIGKILL)"
+    # the build's check: its line is the cause, and the languages check skips the failed page
+    build = tmp_path / "b"
+    for lang in ("", "zh_CN/"):
+        _page(build, f"{lang}qwen2_5_0_5b", html)
+    for stem in tutorials():
+        if stem != "qwen2_5_0_5b":
+            _page(build, stem, f'<div class="{NOT_EXECUTED_MARK}">Not executed in this build</div>')
+    assert [l for l in mirror_problems(build / "html") if "qwen2_5_0_5b" in l] == []
+    r = subprocess.run([sys.executable, "scripts/check_site.py", "--built", "--lang2", "zh_CN", "--build-dir",
+                        str(build)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TUTORIAL_ONLY": ""})
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[-1] == ("check: qwen2_5_0_5b: the tutorial failed: the vLLM server died during the "
+                                         "serving benchmark (killed by signal SIGKILL) (the next make html re-runs it)")
+    assert "tables in English" not in r.stderr
+    # any other exception: its traceback, logged once, and its exception line on the page
+    ex.write_text(EXAMPLE)
+    p = _build(proj, fail=True, stale=True)
+    assert p.stderr.count("Traceback (most recent call last)") == 1, p.stderr[-3000:]
+    html = (proj / "_build" / "generated" / "ex.html").read_text()
+    assert failure_line(html) == "RuntimeError: the server went away"
+
+
+def test_a_failed_runs_document_names_its_cause(tmp_path, monkeypatch):
+    """The cause sphinx-gallery saw (site.failures -> facade.note_failure) is the failed document's reason,
+    with the checkout's paths scrubbed (a document carries no machine path)."""
+    from npu_tutorials.core.errors import TutorialError, one_line
+    from npu_tutorials.record.results import ROOT as REPO
+    from npu_tutorials.tutorial import facade
+
+    seen = []
+
+    class Active:
+        def abandon(self, reason):
+            seen.append(reason)
+
+    monkeypatch.setattr(facade, "_ACTIVE", [Active()])
+    facade.note_failure(one_line(TutorialError(DIED.format(log=f"{REPO}/_build/server.log"))))
+    facade.abandon_active("the tutorial raised before finish()")
+    assert seen == ["the vLLM server died during the serving benchmark (killed by signal SIGKILL)"]
+    monkeypatch.setattr(facade, "_ACTIVE", [Active()])
+    facade.abandon_active("the tutorial raised before finish()")  # nothing noted: the generic reason
+    assert seen[-1] == "the tutorial raised before finish()"
+
+
 def test_the_end_of_make_html_judges_only_the_selected_tutorials(tmp_path):
     """`make html TUTORIAL_ONLY=<one>` in a fresh clone: the pages it was not asked to execute are not its to fail."""
     from docs import make_doc

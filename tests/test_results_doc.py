@@ -69,6 +69,21 @@ def test_machine_paths_never_leave_the_machine(tmp_path, monkeypatch):
     results.write_doc(doc, tmp_path / "d.json")
 
 
+def test_a_methods_record_with_a_machine_path_is_refused(tmp_path, monkeypatch):
+    """Issue 40: scripts/negative_controls.py, bf16_floor.py and repeatability.py write their records through
+    results.write_record, which refuses an absolute path of this machine (the cache, the checkout, ...)."""
+    monkeypatch.setenv("TUTORIAL_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "methods" / "negative-controls-x.json"
+    with pytest.raises(TutorialError, match="would hold paths of this machine"):
+        results.write_record({"families": {"attention": {"source": f"{tmp_path}/cache/standins/x"}}}, out)
+    assert not out.exists()
+    results.write_record({"source": results.scrub(f"{tmp_path}/cache/standins/x")}, out)
+    assert json.loads(out.read_text()) == {"source": "<cache>/standins/x"}
+    for script in ("negative_controls.py", "bf16_floor.py", "repeatability.py"):
+        text = (results.ROOT / "scripts" / script).read_text()
+        assert "write_record(" in text and ".write_text(json.dumps" not in text, script
+
+
 def test_schema_page_is_generated_from_the_models():
     md = schema_markdown()
     for model in ("ResultsDoc", "Provenance", "Machine", "Stat", "Benchmark", "LogitsAgreement"):

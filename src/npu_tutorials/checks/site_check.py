@@ -11,9 +11,11 @@ Two strictnesses:
 
 from __future__ import annotations
 
+import html as html_lib
+import re
 from pathlib import Path
 
-from ..core.errors import TutorialError
+from ..core.errors import FAILED_MARK, TutorialError, cause
 from ..inputs.gallery_index import tutorials
 from ..record.results import read_doc
 
@@ -21,17 +23,31 @@ NOT_EXECUTED_MARK = "tut-not-executed"
 
 
 def failure_line(html: str) -> str:
-    """The last line of the first traceback a page shows (the tutorial's own error), in plain text."""
-    import html as html_lib
-    import re
+    """The failed cell's own error as the page shows it, in one line: the message of a
+    :class:`TutorialError` (shown without a traceback, in a block marked ``tut-failed``:
+    :mod:`npu_tutorials.site.failures`), else the exception line of the first traceback (its first line after
+    the frames, not the last line of a message that quotes a log)."""
+    def text_of(block: str) -> list[str]:
+        return [ln for ln in html_lib.unescape(re.sub(r"<[^>]+>", "", block)).splitlines() if ln.strip()]
 
+    i = html.find(FAILED_MARK)
+    if i >= 0:
+        j = html.find("<pre", i)
+        lines = text_of(html[j:html.find("</pre>", j)]) if j > 0 else []
+        return cause("\n".join(lines).removeprefix("TutorialError: "))
     i = html.find("Traceback (most recent call last)")
     if i < 0:
         return ""
-    block = html[i:html.find("</pre>", i)] if html.find("</pre>", i) > 0 else html[i:]
-    text = html_lib.unescape(re.sub(r"<[^>]+>", "", block))
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
+    end = html.find("</pre>", i)
+    lines = text_of(html[i:end] if end > 0 else html[i:])[1:]
+    # the frames are indented ("  File ...", "    code"); the exception's own text starts at the first line that is not
+    first = next((ln.strip() for ln in lines if not ln.startswith(" ")), "")
+    return first or (lines[-1].strip() if lines else "")
+
+
+def failed(html: str) -> bool:
+    """The page shows a failed run (a traceback, or a tutorial's error shown without one)."""
+    return "Traceback (most recent call last)" in html or FAILED_MARK in html
 
 
 def _executed(html: str) -> bool:
@@ -45,8 +61,15 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
         return [f"{stem}: no page at {page}"]
     html = page.read_text(encoding="utf-8")
     problems = []
-    if "Traceback (most recent call last)" in html:
+    if failed(html):
         why = failure_line(html)
+        if res.is_file():  # the failed run's document names the cause as the tutorial raised it
+            try:
+                prov = read_doc(res).provenance
+                if prov.status == "failed" and prov.failure:
+                    why = prov.failure
+            except TutorialError:
+                pass
         return [f"{stem}: the tutorial failed: {why or 'the page shows a traceback'} (the next make html re-runs it)"]
     if not _executed(html):
         if strict:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .site_check import failed
+
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "_modules"}
 SWITCH = re.compile(r'<a class="tut-lang-switch[^"]*" href="([^"]+)"')
 
@@ -52,7 +54,9 @@ def english_pages(html_dir: Path, lang: str = "zh_CN") -> list[Path]:
 
 def mirror_problems(html_dir: str | Path, lang: str = "zh_CN") -> list[str]:
     """One line per English page without its counterpart, per broken language switch, and per tutorial page
-    whose tables or figures differ between the languages."""
+    whose tables or figures differ between the languages (a page that shows a failed run is left to the site
+    check, which names its cause)."""
+
     html_dir = Path(html_dir)
     other = html_dir / lang
     if not other.is_dir():
@@ -73,6 +77,8 @@ def mirror_problems(html_dir: str | Path, lang: str = "zh_CN") -> list[str]:
                 problems.append(f"{p.relative_to(html_dir)}: the language switch points at {links[0]}, which is missing")
         if rel.parts[:2] == ("tutorials", "models"):
             a, b = (x.read_text(encoding="utf-8", errors="replace") for x in (page, twin))
+            if failed(a):  # the site check names the failure; its tables say nothing more
+                continue
             for what, patterns in (("tables", ('class="tut-table"',)),
                                    ("figures", ('class="sphx-glr-single-img', 'class="sphx-glr-multi-img'))):
                 n_a, n_b = (sum(x.count(p) for p in patterns) for x in (a, b))  # as site_check counts them

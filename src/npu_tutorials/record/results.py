@@ -134,6 +134,20 @@ def write_doc(doc: ResultsDoc, path: Path | None = None) -> Path:
     return out
 
 
+def write_record(data: dict, path: Path) -> Path:
+    """Write a methods record (``results/methods/*.json``: negative controls, floors, repeatability) as JSON,
+    refusing one that carries a path of this machine (a committed record is published as it is)."""
+    data = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+    leaked = find_machine_paths(data)
+    if leaked:
+        raise TutorialError(f"{Path(path).name} would hold paths of this machine ({', '.join(leaked)}); write them "
+                            "relative to the cache or the checkout (record.results.scrub) before recording")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
 def read_doc(path: str | Path) -> ResultsDoc:
     """Read and validate one results document; one clear line when it is not one."""
     path = Path(path)

@@ -17,7 +17,9 @@ def reset_example(gallery_conf, fname, when) -> None:
     import sys
 
     from ..engine.server import stop_all
+    from .failures import install
 
+    install()  # in this process (a parallel build's worker too): a failure ends on its own cause
     if "npu_tutorials.tutorial.facade" in sys.modules:  # a run that stopped part-way: record it as failed
         sys.modules["npu_tutorials.tutorial.facade"].abandon_active("the tutorial raised before finish()")
     stop_all()

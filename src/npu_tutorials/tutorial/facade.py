@@ -30,7 +30,7 @@ from ..core.progress import Progress
 from ..engine.scheduler import VISIBLE, lease_devices
 from ..inputs.cards import load_card
 from ..inputs.weights import weights_mode
-from ..record.results import artifacts_dir, git_commit, now_utc
+from ..record.results import artifacts_dir, git_commit, now_utc, scrub
 from ..record.schema import Conditions, Device, Machine, Provenance, ResultsDoc
 from ..views import Views
 from .records import RecordSteps
@@ -69,8 +69,19 @@ def machine_of(env, threads: int | None = None) -> Machine:
                    versions=versions, host_threads=threads)
 
 
+_FAILURE: list[str] = []  # why the running example failed (site.failures records it as sphinx-gallery sees it)
+
+
+def note_failure(reason: str) -> None:
+    """The cause of the current example's failure, for the results document :func:`abandon_active` writes."""
+    _FAILURE[:] = [reason]
+
+
 def abandon_active(reason: str = "the tutorial stopped before finish()") -> None:
-    """Stop every unfinished tutorial's server and write what it measured, marked failed."""
+    """Stop every unfinished tutorial's server and write what it measured, marked failed (with the cause
+    :func:`note_failure` recorded, where there is one)."""
+    reason = _FAILURE.pop() if _FAILURE else reason
+    _FAILURE.clear()
     while _ACTIVE:
         _ACTIVE.pop().abandon(reason)
 
@@ -193,6 +204,6 @@ class Tutorial:
         """The run stopped part-way: stop the server, write what was measured, marked failed."""
         try:
             self.stop()
-            self.state.close("failed", reason)
+            self.state.close("failed", scrub(reason))  # a reason may name a log under the checkout
         except Exception as exc:  # never hide the original failure behind this one
             print(f"[{self.card.key}] could not write the failed run's results: {exc}", file=self.state.progress.out)
