@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from npu_tutorials.engine import commands as C
-from npu_tutorials.engine import deploy
+from npu_tutorials.engine import deploy, multi_card
 from npu_tutorials.inputs import knobs
 from npu_tutorials.engine.bench import bench_args
 from npu_tutorials.inputs.cards import known_models, load_card
@@ -83,16 +83,16 @@ def test_copy_paste_serve_commands_parse(serve_parser, key):
 def test_multi_card_recipes_parse_with_their_parallelism(serve_parser, key):
     card = load_card(key)
     for backend in ("npu", "cuda"):
-        recipes = {r.key: r for r in deploy.multi_card(card, backend)}
+        recipes = {r.key: r for r in multi_card.multi_card(card, backend)}
         # tensor parallelism only where a power-of-two card count divides the heads (SmolLM2's 9 heads allow none)
-        assert set(recipes) == {"replicas", "dp"} | ({"tp"} if deploy.tp_sizes(card) else set())
+        assert set(recipes) == {"replicas", "dp"} | ({"tp"} if multi_card.tp_sizes(card) else set())
         n = card.deploy.cards
         dp = serve_parser.parse_args(_as_server_args(recipes["dp"].argv))
         assert dp.data_parallel_size == n and len(recipes["dp"].env[C.VISIBLE_DEVICES_VAR[backend]].split(",")) == n
         heads = card.config["num_attention_heads"]
         if "tp" in recipes:
             tp = serve_parser.parse_args(_as_server_args(recipes["tp"].argv))
-            assert tp.tensor_parallel_size in deploy.tp_sizes(card)
+            assert tp.tensor_parallel_size in multi_card.tp_sizes(card)
             assert heads % tp.tensor_parallel_size == 0
         else:
             assert all(heads % k for k in (2, 4, 8, 16))
@@ -157,10 +157,10 @@ def test_bench_command_parses(bench_parser, key):
 def test_npu_commands_use_nothing_vllm_ascend_ignores_or_refuses(key):
     card = load_card(key)
     env = deploy.shown_env(card)["npu"]
-    npu = [deploy.serve_argv(card, "npu", deploy.reader_place(card))] + [r.argv for r in deploy.multi_card(card, "npu")]
+    npu = [deploy.serve_argv(card, "npu", deploy.reader_place(card))] + [r.argv for r in multi_card.multi_card(card, "npu")]
     for argv in npu:
         assert knobs.ascend_contract_problems(argv, env) == [], argv
-    for r in deploy.multi_card(card, "npu"):
+    for r in multi_card.multi_card(card, "npu"):
         assert knobs.ascend_contract_problems(r.argv, r.env) == []
     # and the environment the NPU tab exports (the env step) carries no CPU-backend setting
     assert "VLLM_CPU_KVCACHE_SPACE" not in deploy.env_text(card, "npu")
@@ -309,7 +309,7 @@ def test_every_tab_is_secure_by_default(key):
         if b == "npu":
             docker = st["install"].text
             assert "-p 127.0.0.1:8000:8000" in docker and "-p 8000:8000" not in docker
-        for r in (deploy.multi_card(card, b) if b != "cpu" else []):
+        for r in (multi_card.multi_card(card, b) if b != "cpu" else []):
             argv = shlex.split(r.text.replace("\\\n", " ").split("\n")[-1]) if r.key != "replicas" else None
             assert '--api-key "$VLLM_API_KEY"' in r.text and "--host 127.0.0.1" in r.text, r.key  # --net=host
             assert argv is None or argv[argv.index("--host") + 1] == "127.0.0.1"

@@ -161,6 +161,7 @@ def test_killed_during_a_benchmark(wrong, card, tiny, tmp_path):
     assert str(srv.log_path) in msg and any(ln in msg for ln in log_lines[-30:])  # the log's own tail
     assert not group_alive(pgid)  # its engine workers were stopped too
     assert not srv.running and srv.exited()
+    _ends_make_html_on_its_cause(exc, tmp_path)
     # later requests, and an exception from another client library inside a step, name the same death
     with pytest.raises(TutorialError, match=r"died during the serving benchmark \(killed by signal SIGKILL\)"):
         srv.post("/v1/completions", {"model": card.serve.served_model_name, "prompt": "Hi", "max_tokens": 1})
@@ -169,6 +170,45 @@ def test_killed_during_a_benchmark(wrong, card, tiny, tmp_path):
         with srv.step("the functional check"):
             raise ConnectionRefusedError("[Errno 111] Connection refused")
     assert isinstance(info.value.__cause__, ConnectionRefusedError)
+
+
+def _ends_make_html_on_its_cause(exc, tmp_path):
+    """This death as make html reports it (issue 40): sphinx-gallery's handler (site.failures) shows the message
+    with no traceback and records its cause; the failed run's document carries it; the closing check's last line
+    names the dead server and the signal."""
+    import html
+
+    from docs import make_doc
+
+    from npu_tutorials.core.errors import FAILED_MARK, one_line
+    from npu_tutorials.inputs.gallery_index import tutorials
+    from npu_tutorials.record.results import write_doc
+    from npu_tutorials.site import failures
+    from npu_tutorials.tutorial import facade
+
+    cause = "the vLLM server died during the serving benchmark (killed by signal SIGKILL)"
+    script_vars: dict = {}
+    rst = failures.handle_exception(lambda *a: pytest.fail("a TutorialError is shown without a traceback"),
+                                    (type(exc), exc, exc.__traceback__), str(tmp_path / "gallery" / "qwen2_5_0_5b.py"),
+                                    script_vars, {"src_dir": str(tmp_path), "abort_on_example_error": False})
+    assert "Traceback" not in rst and FAILED_MARK in rst and script_vars["formatted_exception"] == cause
+    assert facade._FAILURE == [cause] == [one_line(exc)]
+    facade._FAILURE.clear()
+    build = tmp_path / "b"
+    page = build / "html" / "tutorials" / "models" / "qwen2_5_0_5b.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<div class="sphx-glr-script-out {FAILED_MARK}"><pre>TutorialError: {html.escape(str(exc))}</pre></div>')
+    for stem in tutorials():
+        if stem != "qwen2_5_0_5b":
+            (page.parent / f"{stem}.html").write_text('<div class="tut-not-executed">Not executed</div>')
+    doc = make_doc(status="failed")
+    doc.provenance.failure = cause
+    write_doc(doc, build / "results" / "qwen2.5-0.5b.json")
+    r = subprocess.run([sys.executable, "scripts/check_site.py", "--built", "--build-dir", str(build)],
+                       cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TUTORIAL_ONLY": ""})
+    assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr
+    assert r.stderr.splitlines()[-1] == f"check: qwen2_5_0_5b: the tutorial failed: {cause} (the next make html re-runs it)"
 
 
 # -- the recorded ladder's script, end to end ------------------------------------------------

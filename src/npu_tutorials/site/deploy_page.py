@@ -5,8 +5,9 @@ from __future__ import annotations
 from ..engine import commands as C
 from ..engine import devices
 from ..inputs.cards import Card
-from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, multi_card, reader_place, serve_argv,
-                             steps, targets)
+from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, reader_place, serve_argv, steps,
+                             targets)
+from ..engine.multi_card import multi_card
 
 
 # -- reStructuredText --------------------------------------------------------------------------------
