@@ -196,7 +196,7 @@ def key_text() -> str:
     """The environment step's first lines: a new key for this deployment, kept for the second terminal."""
     gen = "python -c 'import secrets; print(secrets.token_hex(16))'"
     return (f"# {KEY_NEW_NOTE}\nexport {C.API_KEY_VAR}=$({gen})\n"
-            f"(umask 077 && echo \"${C.API_KEY_VAR}\" > {KEY_FILE})  # {KEY_SHARE_NOTE}")
+            f"(umask 077 && echo {C.API_KEY_REF} > {KEY_FILE})  # {KEY_SHARE_NOTE}")
 
 
 def curl_text(card: Card, base_url: str, *, auth: bool = True) -> str:
@@ -268,7 +268,7 @@ def bench_text(card: Card, backend: str, place: Place) -> str:
     """``vllm bench serve`` with the API key: it sends ``OPENAI_API_KEY`` as the bearer token (vLLM 0.23.0 and
     0.32.0, ``vllm/benchmarks/lib/endpoint_request_func.py``; ``--model`` is given, so it asks ``/v1/models``
     nothing)."""
-    return (f"# {BENCH_KEY_NOTE}\nOPENAI_API_KEY=\"${C.API_KEY_VAR}\" "
+    return (f"# {BENCH_KEY_NOTE}\nOPENAI_API_KEY={C.API_KEY_REF} "
             + C.format_command(bench_argv(card, backend, place)))
 
 
