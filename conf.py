@@ -14,7 +14,7 @@ from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
 from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
 from npu_tutorials.site.i18n import comments_in_language, static_text, translation_pass  # noqa: E402
-from npu_tutorials.site.figures import figures_in_language  # noqa: E402
+from npu_tutorials.site.render import render_views, rerender_outdated  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -93,8 +93,9 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "plot_gallery": "True",
     "matplotlib_animations": False,
-    # matplotlib's, plus each figure drawn in every language of the site (npu_tutorials.site.figures)
-    "image_scrapers": ("npu_tutorials.site.figures.scrape",),
+    # a cell leaves no figure open: each language's pass draws the page's figures from its results document
+    # (npu_tutorials.site.render)
+    "image_scrapers": ("matplotlib",),
     "within_subsection_order": "FileNameSortKey",
     # TUTORIAL_JOBS / a multi-device host: tutorials run at once, each on devices of its own (scheduler.py)
     "parallel": _plan.jobs if _plan and _plan.jobs > 1 else False,
@@ -110,8 +111,9 @@ def _title_in_language(app, config):
 def setup(app):
     app.connect("config-inited", _title_in_language)
     app.connect("source-read", static_text)
+    app.connect("source-read", render_views)  # each pass draws a page's views from its results document
     app.connect("source-read", add_banners)
     app.connect("source-read", fill_landing)
-    app.connect("source-read", figures_in_language)  # the Chinese pass: the figures drawn in Chinese
-    app.connect("include-read", comments_in_language)  # ... and the deploy snippets' comments in Chinese
+    app.connect("include-read", comments_in_language)  # the deploy snippets' comments in the pass's language
     app.connect("env-get-outdated", always_reread_landing)
+    app.connect("env-get-outdated", rerender_outdated)  # a view, message or document changed: draw again

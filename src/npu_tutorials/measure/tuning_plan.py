@@ -9,8 +9,8 @@
 * :func:`verdict`, :func:`gain`, :func:`best_combination`, :func:`pick_best`: each row against graph
   mode beyond the spread of both, and the knobs that helped, combined into one more server;
 * :func:`measured_best`: the newest best combination an NPU build recorded, for the copy-paste set;
-* :func:`config_label`, :func:`why_text`: a configuration's name and a knob's reason, stored in English in the
-  results document, as a :class:`~npu_tutorials.core.messages.Text` to show.
+* :func:`config_label`: a configuration's name, stored in English in the results document, as the language
+  being rendered shows it (a knob's reason is stored as a :class:`~npu_tutorials.record.schema_base.Message`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..core.messages import N_, Text, _, reread
+from ..core.messages import N_, _
 from ..inputs.knobs import combinable, in_effect, merge, preloaded, resolve_env
+from ..record.schema_base import Message
 
 EAGER = N_("report's conditions (eager)")
 GRAPH = N_("graph mode")
 COMBINED = "graph mode + best combination"
-# why a knob is not measured (stored in English in the results document; :func:`why_text` shows it)
+# why a knob is not measured (stored in the results document as a Message, shown in each language)
 SKIP_PROFILE = N_("measured in the {profiles} profile only (each knob is another graph-mode server start); "
                   "this build ran {profile}")
 SKIP_DEVICES = N_("a setting for a server on {needs} or more cards; this model's server uses {has}")
@@ -50,7 +51,7 @@ class TuningServer:
 @dataclass
 class KnobSelection:
     run: list = field(default_factory=list)  # the card's Knob objects, environment resolved for this host
-    skipped: dict[str, str] = field(default_factory=dict)  # knob name -> why it is not measured here
+    skipped: dict[str, Message] = field(default_factory=dict)  # knob name -> why it is not measured here
 
 
 def server_devices(card) -> int:
@@ -82,13 +83,13 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
         missing = [p for p in preloaded(env) if p not in preloaded(environ) and not exists(p)]
         already = in_effect(env, environ)
         if profile not in t.knob_profiles:
-            out.skipped[k.name] = SKIP_PROFILE.format(profiles=" and ".join(t.knob_profiles), profile=profile)
+            out.skipped[k.name] = Message.of(SKIP_PROFILE, profiles=" and ".join(t.knob_profiles), profile=profile)
         elif server_devices(card) < k.min_devices:
-            out.skipped[k.name] = SKIP_DEVICES.format(needs=k.min_devices, has=server_devices(card))
+            out.skipped[k.name] = Message.of(SKIP_DEVICES, needs=k.min_devices, has=server_devices(card))
         elif missing:
-            out.skipped[k.name] = SKIP_MISSING.format(path=missing[0])
+            out.skipped[k.name] = Message.of(SKIP_MISSING, path=missing[0])
         elif already and len(already) == len(env):
-            out.skipped[k.name] = SKIP_ALREADY.format(variables=", ".join(already))
+            out.skipped[k.name] = Message.of(SKIP_ALREADY, variables=", ".join(already))
         else:
             out.run.append(k.model_copy(update={"env": env}))
     return out
@@ -177,7 +178,7 @@ def graph_row(rows: Sequence):
     return row_named(rows, GRAPH) or (rows[1] if len(rows) > 1 else None)
 
 
-def config_label(name: str) -> Text | str:
+def config_label(name: str) -> str:
     """A configuration's name (stored in English: compared, and the key of ``best``) as a text to show."""
     if name in (EAGER, GRAPH):
         return _(name)
@@ -186,12 +187,6 @@ def config_label(name: str) -> Text | str:
     if name.startswith(f"{GRAPH} + "):
         return _("graph mode + {knob}", knob=name.removeprefix(f"{GRAPH} + "))
     return name
-
-
-def why_text(why: str) -> Text | str:
-    """Why a knob was not measured (stored in English, one of the ``SKIP_*`` sentences) as a text to show;
-    a sentence of none of those forms as it is."""
-    return reread(why, (SKIP_PROFILE, SKIP_DEVICES, SKIP_MISSING, SKIP_ALREADY, SKIP_FAILED))
 
 
 def measured_best(docs: Sequence) -> tuple | None:

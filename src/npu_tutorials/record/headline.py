@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from ..core.messages import LANGS, N_, Text, _, in_, join
+from ..core.messages import CLAUSE_SEP, LANGS, N_, _, current
 from .schema import ResultsDoc, Stat
 
 STALE_AFTER_DAYS = 90
@@ -33,21 +33,21 @@ class Figure:
     unit: str
     better: str
     stat: Stat
-    over: str       # "3 runs", "24 requests of 3 runs", ... (a Text: translated where shown; as a str, English)
+    over: str       # "3 runs", "24 requests of 3 runs", ... in the language being rendered
 
     @property
     def value(self) -> float:
         return self.stat.median
 
-    def short(self) -> Text:
+    def short(self) -> str:
         """``"median TPOT 43.2 ms"``: the label and the median, as compact cells show it."""
         return _(self.label) + f" {_fmt(self.key, self.stat.median)}{' ' + self.unit if self.unit else ''}"
 
-    def text(self) -> Text:
+    def text(self) -> str:
         """``"106 tok/s (IQR 103–108, n=3 runs)"``: the median, its spread and its sample."""
         v = _fmt(self.key, self.stat.median)
         if self.stat.n == 1:  # "one run": the English drops the count, the other languages keep ``over`` whole
-            what = Text(str(self.over).split(' ', 1)[-1].rstrip('s'), {k: in_(self.over, k) for k in LANGS[1:]})
+            what = self.over.split(' ', 1)[-1].rstrip('s') if current() == LANGS[0] else self.over
             return _("{value} (one {what})", value=v, what=what)
         return _("{value} (IQR {q1}–{q3}, n={over})", value=v, q1=_fmt(self.key, self.stat.q1),
                  q3=_fmt(self.key, self.stat.q3), over=self.over)
@@ -70,7 +70,7 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
     r, out = doc.results, {}
     meta = {k: (label, unit, better) for k, label, unit, better in METRICS}
 
-    def put(key: str, stat: Stat | None, over: Text) -> None:
+    def put(key: str, stat: Stat | None, over: str) -> None:
         if stat is not None:
             out[key] = Figure(key, *meta[key], stat, over)
 
@@ -79,7 +79,7 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
         runs = b.repeats
         thr = b.output_throughput or (Stat.of([b.summary["output_throughput"]]) if "output_throughput" in b.summary
                                       else None)
-        put("output_throughput", thr, _("{n} runs", n=thr.n) if thr else Text(""))
+        put("output_throughput", thr, _("{n} runs", n=thr.n) if thr else "")
         for key, samples in (("median_ttft_ms", b.ttft_ms), ("median_tpot_ms", b.tpot_ms)):
             if samples:
                 put(key, Stat.of(samples), _("{n} requests of {runs} runs", n=len(samples), runs=runs) if runs > 1
@@ -133,7 +133,7 @@ def age_days(doc: ResultsDoc, now: dt.datetime | None = None) -> float:
 
 def staleness(doc: ResultsDoc, current: ResultsDoc | None, now: dt.datetime | None = None,
               max_days: int = STALE_AFTER_DAYS) -> str:
-    """'' when fresh; else why the recorded document may no longer hold (a Text: shown on pages)."""
+    """'' when fresh; else why the recorded document may no longer hold, in the language being rendered."""
     why = []
     days = age_days(doc, now)
     if days > max_days:
@@ -143,7 +143,7 @@ def staleness(doc: ResultsDoc, current: ResultsDoc | None, now: dt.datetime | No
             a, b = doc.provenance.machine.versions.get(pkg), current.provenance.machine.versions.get(pkg)
             if a and b and a != b:
                 why.append(_("{package} {recorded}, this build {current}", package=pkg, recorded=a, current=b))
-    return _("stale: {why}", why=join(Text("; ", {"zh_CN": "；"}), why)) if why else ""
+    return _("stale: {why}", why=CLAUSE_SEP[current()].join(why)) if why else ""
 
 
 def same_conditions(a: ResultsDoc, b: ResultsDoc) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from ..core.model import StrictModel
-from .schema_base import Stat
+from .schema_base import Message, Stat
 from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Tuning, TuningRow
 
 SCHEMA_VERSION = 2
@@ -156,7 +156,7 @@ class Conditions(StrictModel):
     dtype: str
     dtype_note: str = ""
     eager: bool
-    build_changes: list[str] = Field([], description="what this build changed from the card, and why")
+    build_changes: list[Message] = Field([], description="what this build changed from the card, and why")
 
 
 class ServingCheckpoint(StrictModel):
@@ -177,7 +177,7 @@ class OfflineExample(StrictModel):
     prompt: str
     text: str
     wall_s: float
-    build_changes: list[str] = Field([], description="what this build changed in how the script ran, and why")
+    build_changes: list[Message] = Field([], description="what this build changed in how the script ran, and why")
 
 
 class Functional(StrictModel):

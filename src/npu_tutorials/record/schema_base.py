@@ -1,9 +1,12 @@
-"""The statistic every headline figure of a results document uses."""
+"""The statistic every headline figure of a results document uses, and the stored sentence."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
 
+from pydantic import Field, model_validator
+
+from ..core.messages import _
 from ..core.model import StrictModel
 
 
@@ -33,3 +36,28 @@ class Stat(StrictModel):
         if self.n == 1:
             return f"{self.median:.{digits}f}{u} (n=1)"
         return f"{self.median:.{digits}f}{u} (IQR {self.q1:.{digits}f}–{self.q3:.{digits}f}, n={self.n})"
+
+
+class Message(StrictModel):
+    """A sentence a results document stores as its message and fields (a message marked with ``N_()`` where
+    the sentence is made), so each language's pass shows it from its own catalog (:meth:`shown`).  A plain
+    string (a document written before messages were stored) is a message with no fields."""
+
+    msgid: str
+    fields: dict[str, str | int | float] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain(cls, value: Any) -> Any:
+        return {"msgid": value} if isinstance(value, str) else value
+
+    @classmethod
+    def of(cls, msgid: str, **fields: str | int | float) -> "Message":
+        return cls(msgid=msgid, fields=fields)
+
+    def shown(self) -> str:
+        """The sentence in the language being rendered."""
+        return _(self.msgid, **self.fields)
+
+    def __str__(self) -> str:  # the English sentence (logs, the terminal)
+        return self.msgid.format(**self.fields) if self.fields else self.msgid

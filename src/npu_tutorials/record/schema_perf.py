@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ..core.model import StrictModel
-from .schema_base import Stat
+from .schema_base import Message, Stat
 
 
 class LengthPoint(StrictModel):
@@ -81,7 +81,7 @@ class TuningRow(StrictModel):
 class Tuning(StrictModel):
     rows: list[TuningRow]
     best: str = ""
-    skipped: dict[str, str] = Field({}, description="knobs of this backend not measured in this build, and why")
+    skipped: dict[str, Message] = Field({}, description="knobs of this backend not measured in this build, and why")
     build_env: dict[str, str] = Field({}, description="the variables the knobs set, as this build's environment "
                                                       "had them before any knob (every row has them)")
     fixed_overhead_ms: float | None = Field(None, description="TPOT of a tiny model of the same architecture")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from ..core.messages import N_, _, in_
+from ..core.messages import N_, _, in_lang
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
 
@@ -20,7 +20,8 @@ NOT_EXECUTED_BANNER = """
 """
 
 
-def not_executed_banner(stem: str, why: str = "", lang: str = "en") -> str:
+@in_lang
+def not_executed_banner(stem: str, why: str = "", lang: str | None = None) -> str:
     """The warning of a tutorial page this build did not execute (``why``: the build plan's reason)."""
     if why:
         body = _("This page shows the tutorial's code, but this build did not run it: {why}, so its results below "
@@ -30,7 +31,7 @@ def not_executed_banner(stem: str, why: str = "", lang: str = "en") -> str:
         body = _("This page shows the tutorial's code, but this build did not run it, so its results below (if "
                  "any) were recorded elsewhere.  Run ``make html`` (or ``make html TUTORIAL_ONLY={stem}``) on a "
                  "machine that can execute it.", stem=stem)
-    return NOT_EXECUTED_BANNER.format(title=in_(_("Not executed in this build"), lang), body=in_(body, lang))
+    return NOT_EXECUTED_BANNER.format(title=_("Not executed in this build"), body=body)
 
 
 def _after_title(lines: list[str]) -> int:
@@ -69,7 +70,8 @@ BODY = {
 }
 
 
-def build_banner(doc, lang: str = "en") -> str:
+@in_lang
+def build_banner(doc, lang: str | None = None) -> str:
     """The warning a page (or the landing page) carries when it was not built on an accelerator with
     real weights, in ``lang``; empty otherwise."""
     p = doc.provenance
@@ -79,13 +81,14 @@ def build_banner(doc, lang: str = "en") -> str:
         return ""
     what = _(BUILT[on_cpu, stand_in])
     weights = shown_label(p.weights) if p.weights else _("unknown weights")
-    body = in_(_(BODY[on_cpu, stand_in], device=p.device, weights=weights), lang)
+    body = _(BODY[on_cpu, stand_in], device=p.device, weights=weights)
     if stand_in:
         body += " " + trained_model_link(lang)
-    return CI_BUILD_BANNER.format(title=in_(_("Built {what}", what=what), lang), body=body)
+    return CI_BUILD_BANNER.format(title=_("Built {what}", what=what), body=body)
 
 
-def trained_model_link(lang: str = "en") -> str:
+@in_lang
+def trained_model_link(lang: str | None = None) -> str:
     """A sentence linking the page of the tutorial whose real weights every build has (a card with
     ``packaged:`` weights): the same checks on a trained model.  Empty where no card has them."""
     from ..inputs.gallery_index import tutorials
@@ -93,8 +96,8 @@ def trained_model_link(lang: str = "en") -> str:
     for stem, key in tutorials().items():
         card = load_card(key)
         if card.packaged is not None:
-            return in_(_("The same checks on a trained model: {link}, real weights on every build.",
-                         link=f":doc:`{card.name} </tutorials/models/{stem}>`"), lang)
+            return _("The same checks on a trained model: {link}, real weights on every build.",
+                         link=f":doc:`{card.name} </tutorials/models/{stem}>`")
     return ""
 
 
@@ -140,7 +143,8 @@ def _underline(title: str, char: str = "-") -> str:
     return char * sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in title)
 
 
-def recorded_rst(stem: str, lang: str = "en") -> str:
+@in_lang
+def recorded_rst(stem: str, lang: str | None = None) -> str:
     """Results recorded on other hardware for an unexecuted page, as raw HTML tables (views of them; the
     tables carry every language, the text around them is ``lang``'s)."""
     from ..core.errors import TutorialError
@@ -169,7 +173,7 @@ def recorded_rst(stem: str, lang: str = "en") -> str:
             continue
     html = "\n".join(t._repr_html_() for t in tables)
     body = "\n".join("   " + line for line in html.splitlines())
-    title = in_(_("Recorded results"), lang)
-    intro = in_(_("The newest recorded run of this tutorial ({device}, {date}), and every other one beside it:",
-                  device=newest.provenance.device, date=newest.provenance.built_at[:10]), lang)
+    title = _("Recorded results")
+    intro = _("The newest recorded run of this tutorial ({device}, {date}), and every other one beside it:",
+                  device=newest.provenance.device, date=newest.provenance.built_at[:10])
     return f"{title}\n{_underline(title)}\n\n{intro}\n\n.. raw:: html\n\n{body}\n\n"

@@ -10,7 +10,8 @@ vllm-ascend's docs use it.
 * ``make check`` fails on an untranslated or fuzzy message (:mod:`npu_tutorials.checks.translations`).
 
 What the code writes (tables, verdicts, banners, the landing matrices, plot labels) comes from the message
-catalog of :mod:`npu_tutorials.core.messages`: an executed page carries both languages, each page shows its own.
+catalog of :mod:`npu_tutorials.core.messages`: each language's pass renders a page's views from its results
+document in that language (:mod:`npu_tutorials.site.render`).
 """
 
 from __future__ import annotations
@@ -56,12 +57,13 @@ def static_text(app, docname: str, source: list[str]) -> None:
 def comments_in_language(app, relative_path, parent_docname: str, content: list[str]) -> None:
     """Sphinx ``include-read``, the second language's pass: the comments of the "Deploy it yourself" snippets
     (``engine.deploy.COMMENTS``, messages) in that language; the commands and code stay as they are."""
-    from ..core.messages import LANGS, _
+    from ..core.messages import LANGS, _, language
     from ..engine.deploy import COMMENTS
 
     lang = page_lang(app)
     if lang == LANGS[0] or extracting(app):
         return
-    for comment in COMMENTS:
-        content[0] = content[0].replace(f"# {comment}", f"# {_(comment).in_(lang)}")
+    with language(lang):
+        for comment in COMMENTS:
+            content[0] = content[0].replace(f"# {comment}", f"# {_(comment)}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..core.messages import N_, _, in_
+from ..core.messages import N_, _, in_lang
 from ..inputs.cards import Card
 from ..inputs.weights import kind_label
 from ..record.headline import accuracy_verdict, headline_figures, staleness
@@ -30,16 +30,17 @@ CHECKS = [  # (label, predicate on the card)
 FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms")  # the headline figures a cell shows
 
 
+@in_lang
 def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt.datetime | None,
-          lang: str = "en") -> str:
+          lang: str | None = None) -> str:
     if doc is None:
-        return in_(_("not run"), lang)
+        return _("not run")
     p = doc.provenance
     if p.status != "complete":
-        return in_(_("**failed** ({date})", date=p.built_at[:10]), lang)
+        return _("**failed** ({date})", date=p.built_at[:10])
     h = headline_figures(doc)
     kind = p.weights.kind if p.weights else "?"
-    parts = [f"{{doc}}`{in_(_('executed'), lang)} </{link}>`" if link else _("executed"),
+    parts = [f"{{doc}}`{_('executed')} </{link}>`" if link else _("executed"),
              kind_label(kind)]
     parts += [h[k].short() for k in FIGURES if k in h]
     verdict = accuracy_verdict(doc)
@@ -49,7 +50,7 @@ def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt
     stale = staleness(doc, current, now) if current is not doc else ""
     if stale:
         parts.append("*" + stale + "*")
-    return "<br>".join(in_(x, lang) for x in parts)
+    return "<br>".join(x for x in parts)
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -59,8 +60,9 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+@in_lang
 def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[str, ResultsDoc | None],
-                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str = "en") -> str:
+                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str | None = None) -> str:
     """Markdown table in ``lang``: a row per model, a column for this build and one per recorded machine.
 
     ``pages``: model key -> docname of its page; ``this_build``: model key -> this build's document
@@ -74,7 +76,7 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
     here = next((d for d in this_build.values() if d is not None), None)
     here_label = (_("this build: {device} ({backend})", device=here.provenance.device, backend=here.provenance.backend)
                   if here else _("this build"))
-    header = [in_(_("model"), lang), in_(here_label, lang)] + [machines[s] for s in sorted(machines)]
+    header = [_("model"), here_label] + [machines[s] for s in sorted(machines)]
     rows = []
     for card in cards:
         cur = this_build.get(card.key)
@@ -86,14 +88,15 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
                 by_slug[s] = d
         for slug in sorted(machines):
             row.append(_cell(by_slug.get(slug), "", cur, now, lang) if slug in by_slug
-                       else in_(_("not recorded"), lang))
+                       else _("not recorded"))
         rows.append(row)
     return _md_table(header, rows)
 
 
-def coverage_matrix(cards: list[Card], lang: str = "en") -> str:
+@in_lang
+def coverage_matrix(cards: list[Card], lang: str | None = None) -> str:
     """Markdown table in ``lang``: a row per check, a column per model, from the cards."""
-    header = [in_(_("check"), lang)] + [c.name for c in cards]
-    yes = in_(_("yes"), lang)
-    rows = [[in_(_(label), lang)] + [yes if pred(c) else "–" for c in cards] for label, pred in CHECKS]
+    header = [_("check")] + [c.name for c in cards]
+    yes = _("yes")
+    rows = [[_(label)] + [yes if pred(c) else "–" for c in cards] for label, pred in CHECKS]
     return _md_table(header, rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .banners import build_banner
 from .i18n import page_lang
-from ..core.messages import _, in_
+from ..core.messages import _, current, in_lang
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
 
@@ -19,7 +19,8 @@ SUPPORT_MARK = "<!-- support-matrix -->"
 COVERAGE_MARK = "<!-- coverage-matrix -->"
 
 
-def landing_markdown(now=None, lang: str = "en") -> tuple[str, str, str]:
+@in_lang
+def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
     """(banner, support matrix, coverage matrix) from this build's and the recorded results documents, in
     ``lang``."""
     from ..core.errors import TutorialError
@@ -44,27 +45,28 @@ def landing_markdown(now=None, lang: str = "en") -> tuple[str, str, str]:
     table = support_matrix(cards, pages, this_build, rec, now, lang)
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
     if built:
-        table += "\n\n" + in_(_("Weights used by this build:"), lang) + "\n\n" + "\n".join(
-            f"- {c.name}: {in_(shown_label(d.provenance.weights), lang) if d.provenance.weights else in_(_('unknown'), lang)} "
+        table += "\n\n" + _("Weights used by this build:") + "\n\n" + "\n".join(
+            f"- {c.name}: {shown_label(d.provenance.weights) if d.provenance.weights else _('unknown')} "
             f"({d.provenance.backend}, {d.provenance.status})" for c, d in built)
     banners = [build_banner(d, lang) for _c, d in built]
     banner = ""
     if any(banners):
         kinds = sorted({b.split("\n")[1].removeprefix(".. admonition:: ") for b in banners if b})
-        kinds = "; ".join(k.lower() for k in kinds) if lang == "en" else "；".join(kinds)
-        banner = ":::{warning}\n" + in_(_(
+        kinds = "; ".join(k.lower() for k in kinds) if current() == "en" else "；".join(kinds)
+        banner = ":::{warning}\n" + _(
             "This site was not built on an accelerator with real weights ({kinds}): its figures show that the "
             "tutorials run and how that machine performs, not how the models perform on an Ascend NPU. Each such "
-            "page says so at its top.", kinds=kinds), lang) + "\n:::\n"
+            "page says so at its top.", kinds=kinds) + "\n:::\n"
     if notes:
-        table += "\n\n" + in_(_("Unreadable results documents:"), lang) + "\n\n" + "\n".join(notes)
+        table += "\n\n" + _("Unreadable results documents:") + "\n\n" + "\n".join(notes)
     return banner, table, coverage_matrix(cards, lang)
 
 
 COSTS_MARK = "<!-- build-costs -->"
 
 
-def preparation_markdown(lang: str = "en") -> str:
+@in_lang
+def preparation_markdown(lang: str | None = None) -> str:
     """What the newest build here spent on its checkpoints before the tutorials ran (``preparation.json``,
     written by ``scripts/preflight.py --prepare``), in ``lang``; '' when it made none."""
     from .prepare import read_record
@@ -72,18 +74,19 @@ def preparation_markdown(lang: str = "en") -> str:
     prep = read_record()
     if prep is None:
         return ""
-    out = [in_(_("**Before the tutorials** (the build of {built_at}): {n} checkpoint(s) made {workers} at a time "
+    out = [_("**Before the tutorials** (the build of {built_at}): {n} checkpoint(s) made {workers} at a time "
                  "in {wall:.0f} s, each in a process of its own; a tutorial then finds its checkpoint ready, so "
                  "its weights step takes well under a second.", built_at=prep.built_at, n=len(prep.jobs),
-                 workers=prep.workers, wall=prep.wall_s), lang) + "\n",
-           "| " + in_(_("model"), lang) + " | " + in_(_("made"), lang) + " | " + in_(_("seconds"), lang)
+                 workers=prep.workers, wall=prep.wall_s) + "\n",
+           "| " + _("model") + " | " + _("made") + " | " + _("seconds")
            + " |\n|---|---|---|"]
-    out += [f"| {j.model} | {' + '.join(in_(_(w), lang) for w in j.work)} | {j.seconds:.1f} |" for j in prep.jobs]
+    out += [f"| {j.model} | {' + '.join(_(w) for w in j.work)} | {j.seconds:.1f} |" for j in prep.jobs]
     out.append("")
     return "\n".join(out)
 
 
-def costs_markdown(lang: str = "en") -> str:
+@in_lang
+def costs_markdown(lang: str | None = None) -> str:
     """The checkpoints made before the tutorials, then each tutorial's time per step in this build, from its
     results document."""
     from ..core.errors import TutorialError

@@ -1,5 +1,7 @@
-"""Re-run invalidation: a tutorial runs again when anything besides its script that shapes its page changed
-(its card, the package's code, the requirements, the engine, its ``TUTORIAL_*`` settings, its weights)."""
+"""Re-run invalidation: a tutorial runs again when anything besides its script that shapes what it measures
+changed (its card, the code that measures, the requirements, the engine, its ``TUTORIAL_*`` settings, its
+weights).  What only draws the page from the results document (the views, the messages and their catalogs, the
+site layer, the post-build checks) re-renders it instead (:mod:`npu_tutorials.site.render`)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,42 @@ IGNORED_VARIABLES = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", 
                     "TUTORIAL_JOBS", "TUTORIAL_SHARD", "TUTORIAL_CACHE", "TUTORIAL_PORT", "TUTORIAL_ASSEMBLE")
 
 
-def inputs_digest(key: str, weights: str | None = None) -> str:
-    """Hash of everything besides its gallery script that shapes one tutorial's output.
+PACKAGE = Path(__file__).resolve().parents[1]
+# the parts of the package that only draw a page from its results document (a change re-renders, no re-run)
+DRAWS_ONLY = ("views", "checks", "core/messages.py", "core/tables.py", "site/render.py", "site/banners.py",
+              "site/landing.py", "site/pages.py", "site/i18n.py", "site/deploy_page.py", "site/generated.py",
+              "site/runner_page.py")
+# the card's sections that only a page shows (the report's cited figures, the summary): a change re-renders
+DRAWN_CARD_SECTIONS = ("reported", "summary")
+
+
+def measuring_files(package: Path = PACKAGE) -> list[Path]:
+    """The package's files that shape what a tutorial measures: every module but :data:`DRAWS_ONLY` (the
+    cards and data are hashed per model)."""
+    skip = [package / part for part in DRAWS_ONLY]
+    return sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and "cards" not in p.relative_to(package).parts and "data" not in p.relative_to(package).parts
+                  and not any(p == s or s in p.parents for s in skip))
+
+
+def measured_card(path: Path) -> bytes:
+    """A card's sections that shape what its tutorial measures (all but :data:`DRAWN_CARD_SECTIONS`), as bytes."""
+    import json
+
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return json.dumps({k: v for k, v in data.items() if k not in DRAWN_CARD_SECTIONS}, sort_keys=True,
+                      default=str).encode()
+
+
+def inputs_digest(key: str, weights: str | None = None, package: Path = PACKAGE) -> str:
+    """Hash of everything besides its gallery script that shapes what one tutorial measures.
 
     sphinx-gallery re-runs an example only when the script's own MD5 changes.  Its
-    model card, the package's code, the requirements, the installed engine, the
-    TUTORIAL_* settings that concern it, and the weights it would use matter as much;
-    other models' cards and weights paths do not.
+    model card, the code that measures (:func:`measuring_files`), the requirements, the installed engine,
+    the TUTORIAL_* settings that concern it, and the weights it would use matter as much;
+    other models' cards and weights paths do not, and neither does the code that only draws the page.
     """
     import hashlib
     import importlib.metadata as md
@@ -29,16 +60,15 @@ def inputs_digest(key: str, weights: str | None = None) -> str:
     from ..inputs.weights import local_path_var, weights_identity
 
     card = load_card(key)
-    pkg = Path(__file__).resolve().parents[1]  # the whole package
-    root = pkg.parents[1]
-    files = sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                   and "cards" not in p.parts and "data" not in p.parts)
+    root = PACKAGE.parents[1]
+    files = measuring_files(package)
     files += sorted(p for p in card.config_path.iterdir() if p.is_file())
     files += sorted((root / "requirements").glob("*.txt"))
     h = hashlib.sha256()
     for p in files:
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
-    h.update(b"card\0" + (cards.CARDS_DIR / f"{key}.yaml").read_bytes())
+        where = p.relative_to(package.parents[1]) if package in p.parents else p.relative_to(root)
+        h.update(str(where).encode() + b"\0" + p.read_bytes())
+    h.update(b"card\0" + measured_card(cards.CARDS_DIR / f"{key}.yaml"))
     own_path = local_path_var(card)
     settings = {k: v for k, v in os.environ.items() if k.startswith("TUTORIAL_") and k not in IGNORED_VARIABLES
                 and (not k.startswith("TUTORIAL_MODEL_PATH_") or k == own_path)}

@@ -8,9 +8,10 @@ the next cell shows (``show.serving.bench_table()``):
   (:mod:`.steps_weights`, :mod:`.steps_serving`, :mod:`.steps_accuracy`,
   :mod:`.steps_performance`, :mod:`.steps_tuning`, :mod:`.records`); each step
   fills a section of ``tut.doc``, a :class:`~npu_tutorials.record.schema.ResultsDoc`;
-* ``tut.show`` is a :class:`~npu_tutorials.views.Views` of that document and
-  the card: every table and plot is drawn from them alone, so a document
-  recorded on other hardware renders the same way.
+* ``tut.show`` names the views of that document and the card
+  (:class:`~npu_tutorials.views.refs.Show`): a cell that shows one leaves a
+  reference on the page, and each language's pass draws it from the written
+  document, so a document recorded on other hardware renders the same way.
 
 :meth:`Tutorial.finish` stops the server and writes the document.  A run that
 stops part-way is written with ``status: failed`` by :func:`abandon_active`
@@ -32,7 +33,7 @@ from ..inputs.cards import load_card
 from ..inputs.weights import weights_mode
 from ..record.results import artifacts_dir, git_commit, now_utc, scrub
 from ..record.schema import Conditions, Device, Machine, Provenance, ResultsDoc
-from ..views import Views
+from ..views import Show, Views
 from .records import RecordSteps
 from .state import TutorialState
 from .steps_accuracy import AccuracySteps
@@ -145,7 +146,7 @@ class Tutorial:
         abandon_active("a new tutorial started before the previous one finished")
         self.state = s = state or new_state(key)
         self.card, self.doc, self.recorded_errors = s.card, s.doc, s.recorded_errors
-        self.show = Views(s.doc, s.card)
+        self.show = Show(Views(s.doc, s.card), s.card.key)
         self.weights_steps = WeightsSteps(s)
         self.serving = ServingSteps(s, self.weights_steps)
         self.records = RecordSteps(s)

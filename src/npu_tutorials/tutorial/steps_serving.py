@@ -19,6 +19,7 @@ from ..core.errors import TutorialError
 from ..engine.isolated import run_group
 from ..record.results import scrub
 from ..record.schema import Benchmark, BenchConditions, Functional, OfflineExample, Server
+from ..record.schema_base import Message
 from ..engine.processes import tail
 from ..engine.server import HOST, VLLMServer
 from .state import TutorialState
@@ -58,7 +59,7 @@ class ServingSteps:
         changes = []
         if self.s.backend == "cpu":
             env.update(C.IN_PROCESS_ENV)
-            changes.append(C.CPU_OFFLINE_IN_PROCESS)
+            changes.append(Message.of(C.CPU_OFFLINE_IN_PROCESS))
         t = time.monotonic()
         with self.s.step("offline example (vllm.LLM in its own process)"):
             proc = run_group([sys.executable, str(script)], env=env, timeout=timeout, what="the offline example")
@@ -101,17 +102,17 @@ class ServingSteps:
         if self.s.backend == "cpu" and not self.s.card.serve.enforce_eager:
             # torch.compile on the CPU adds minutes to every page build; the copy-paste commands keep graphs
             extra.append("--enforce-eager")
-            changes.append(C.CPU_EAGER)
+            changes.append(Message.of(C.CPU_EAGER))
         elif self.s.eager_required and not self.s.card.serve.enforce_eager:
             extra.append("--enforce-eager")
-            changes.append(C.EAGER_FOR.format(why=self.s.dtype_note))
+            changes.append(Message.of(C.EAGER_FOR, why=self.s.dtype_note))
         max_len = self.s.card.serve.cpu_max_model_len if self.s.backend == "cpu" else None
         if max_len:
-            changes.append(C.CPU_MAX_LEN.format(max_len=max_len))
+            changes.append(Message.of(C.CPU_MAX_LEN, max_len=max_len))
         if dtype != self.s.card.serve.dtype:
-            changes.append(C.DTYPE_FOR.format(dtype=dtype, why=self.s.dtype_note))
+            changes.append(Message.of(C.DTYPE_FOR, dtype=dtype, why=self.s.dtype_note))
         if self.s.eager_only:
-            changes.append(C.CPU_NO_COMPILE)
+            changes.append(Message.of(C.CPU_NO_COMPILE))
         argv = server_argv(self.s.card, self.s.serve_path, self.s.backend, host=HOST, port=port, extra=extra,
                            native=True, dtype=dtype, max_model_len=max_len)
         return argv, port, changes
@@ -140,8 +141,8 @@ class ServingSteps:
         argv += list(flags)
         if self.s.backend == "cpu" and dtype != self.s.dtype:  # the checks' engine alone: it measures no speed
             env = {**C.IN_PROCESS_ENV, **(env or {})}
-            changes += [C.ACCURACY_ENGINE.format(want=dtype, dtype=self.s.dtype),
-                        C.CPU_CHECKS_IN_PROCESS.format(want=dtype)]
+            changes += [Message.of(C.ACCURACY_ENGINE, want=dtype, dtype=self.s.dtype),
+                        Message.of(C.CPU_CHECKS_IN_PROCESS, want=dtype)]
         for change in changes:  # each server's own, once (a restart in another dtype can add --dtype's)
             if change not in self.s.results.conditions.build_changes:
                 self.s.results.conditions.build_changes.append(change)

@@ -16,7 +16,8 @@ from __future__ import annotations
 from ..engine.commands import CONVERTED_ARCHS
 from ..core.errors import TutorialError
 from ..record.schema import Tuning, TuningRow
-from ..measure.tuning_plan import GRAPH
+from ..measure.tuning_plan import GRAPH, SKIP_FAILED
+from ..record.schema_base import Message
 from .records import RecordSteps
 from .state import TutorialState
 from .steps_performance import PerformanceSteps
@@ -83,7 +84,7 @@ class TuningSteps:
             if self.s.server is not None:
                 self.s.server.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            self.s.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = f"its server failed: {first}"
+            self.s.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = Message.of(SKIP_FAILED, error=first)
             return None
 
     def tuning(self) -> Tuning | None:

@@ -1,7 +1,8 @@
 """Every table and plot on a tutorial page, as a view of a results document and the model card.
 
-``Views(doc, card)`` draws from nothing else, so the same views render this
-build's document and documents recorded on other hardware::
+``Views(doc, card, recorded)`` draws from nothing else (``recorded``: the model's documents recorded on
+other hardware, which the site hands to the views), so the same views render this build's document and
+documents recorded on other hardware::
 
     show = Views(read_doc("results/qwen2.5-0.5b/npu-ascend910b3.json"), load_card("qwen2.5-0.5b"))
     show.environment()                # about the build itself: directly on show
@@ -18,6 +19,7 @@ from .accuracy import AccuracyViews, TaskViews, TextViews
 from .compare import CompareViews
 from .deploy import DeployViews
 from .performance import PerformanceViews, TuningViews
+from .refs import Show, ViewRef
 from .serving import BuildViews, ServingViews
 
 
@@ -36,16 +38,16 @@ class Views(BuildViews, DeployViews):
     ``show.compare``      other hardware and the regression gate (:class:`CompareViews`)
     """
 
-    def __init__(self, doc: ResultsDoc, card: Card):
-        super().__init__(doc, card)
-        self.serving = ServingViews(doc, card)
-        self.accuracy = AccuracyViews(doc, card)
-        self.text = TextViews(doc, card)
-        self.tasks = TaskViews(doc, card)
-        self.performance = PerformanceViews(doc, card)
-        self.tuning = TuningViews(doc, card)
-        self.compare = CompareViews(doc, card)
+    def __init__(self, doc: ResultsDoc, card: Card, recorded: list[ResultsDoc] | None = None):
+        super().__init__(doc, card, recorded)
+        self.serving = ServingViews(doc, card, recorded)
+        self.accuracy = AccuracyViews(doc, card, recorded)
+        self.text = TextViews(doc, card, recorded)
+        self.tasks = TaskViews(doc, card, recorded)
+        self.performance = PerformanceViews(doc, card, recorded)
+        self.tuning = TuningViews(doc, card, recorded)
+        self.compare = CompareViews(doc, card, recorded)
 
 
-__all__ = ["AccuracyViews", "BuildViews", "CompareViews", "PerformanceViews", "ServingViews", "TaskViews",
-           "TextViews", "TuningViews", "Views"]
+__all__ = ["AccuracyViews", "BuildViews", "CompareViews", "PerformanceViews", "ServingViews", "Show", "TaskViews",
+           "TextViews", "TuningViews", "ViewRef", "Views"]

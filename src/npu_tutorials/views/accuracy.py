@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import plots
-from ..core.messages import SENTENCE_GAP, _, sentences
+from ..core.messages import N_, _, gap, sentences
 from ..inputs.cards import load_card
 from ..measure.floor import FACTOR
 from ..measure.metrics import SPLIT_KINDS, agrees
@@ -125,12 +125,12 @@ class AccuracyViews(BaseViews):
                      note=_("Compared as {form}. The server does not expose hidden states, so this build compares "
                             "the logits (the last layer's hidden state times lm_head) instead.",
                             form=_(c.compared_form))
-                          + SENTENCE_GAP + self.cite + self.method_note("consistency")
+                          + gap() + self.cite + self.method_note("consistency")
                           + self.same_arithmetic_note(c.engine_dtype))
 
 
 
-SPLIT_NOTE = _("Where the reference's top-1/top-2 gap at the split is below the engine's largest error there, the "
+SPLIT_NOTE = N_("Where the reference's top-1/top-2 gap at the split is below the engine's largest error there, the "
                "split is rounding at a near-tie: shown and counted, not a fault, as long as the engine's error there "
                "stays within the check's bound (its normalized MSE at that position); otherwise it is a fault. "
                "Above the error, the split is decisive: a fault.")
@@ -161,17 +161,17 @@ class TextViews(BaseViews):
         caption = _("Greedy outputs, engine vs reference: {exact} / {total} exact", exact=exact, total=len(t.rows))
         rep = self.reported("text_consistency")
         if rep:
-            caption += SENTENCE_GAP + _("(reported: {exact} / {total} exact, {similar} 'similar')", exact=rep["exact"],
+            caption += gap() + _("(reported: {exact} / {total} exact, {similar} 'similar')", exact=rep["exact"],
                                total=rep["total"], similar=rep["similar"])
         note = _("'character similarity' is difflib's ratio of matching characters, not a semantic judgement; the "
-                 "report's 'similar' was a reader's judgement.") + SENTENCE_GAP
+                 "report's 'similar' was a reader's judgement.") + gap()
         if not self.real:
             note += _("Stand-in weights: both columns follow the planted next-token map, not language; what matters "
                       "is whether they agree, and where not, why.")
         return Table([_("prompt"), _("engine ({dtype})", dtype=t.engine_dtype or self.dtype),
                       _("reference (fp32 CPU)"), _("exact"), _("first diverging token"), _("character similarity"),
                       _("ref. top-1/top-2 gap there"), _("engine error spread there"), _("split")], rows,
-                     caption=caption, note=note + SENTENCE_GAP + SPLIT_NOTE)
+                     caption=caption, note=note + gap() + _(SPLIT_NOTE))
 
     def text_verdict(self) -> Verdict:
         """The text-consistency verdict (identical answers) against the card's count."""
@@ -201,7 +201,7 @@ class TextViews(BaseViews):
         if all(r.first_divergence is None for r in g.rows):
             t.note = _("Every sequence is identical.") + self.same_arithmetic_note(g.engine_dtype)
         else:
-            t.note = SPLIT_NOTE + " " + _("After the first different token the two continue from different texts.")
+            t.note = _(SPLIT_NOTE) + " " + _("After the first different token the two continue from different texts.")
         t.note += self.method_note("greedy")
         return t
 
@@ -248,13 +248,13 @@ class TaskViews(BaseViews):
             t.columns += [_("reference output (fp32 CPU)"), _("reference result")]
             for row, r in zip(t.rows, s.rows):
                 row += [r.reference_output, _("correct") if r.reference_correct else _("wrong")]
-            t.caption += SENTENCE_GAP + _("(fp32 reference: {correct} / {total}; {verdict})",
+            t.caption += gap() + _("(fp32 reference: {correct} / {total}; {verdict})",
                                           correct=s.reference_correct, total=s.total,
                                           verdict=_("the same score") if s.reference_correct == s.correct
                                           else _("the scores differ"))
         rep = self.reported("qa")
         if rep:
-            t.caption += SENTENCE_GAP + _("(reported: {correct} / {total})", correct=rep["correct"], total=rep["total"])
+            t.caption += gap() + _("(reported: {correct} / {total})", correct=rep["correct"], total=rep["total"])
         return t
 
     def gsm_examples(self, n: int = 2) -> Table:

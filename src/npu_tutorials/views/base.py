@@ -8,17 +8,24 @@ from ..inputs.cards import Card
 from ..core.errors import TutorialError
 from ..core.messages import _
 from ..record.schema import Check, ResultsDoc
+from ..record.schema_base import Message
 from ..core.tables import Note, Verdict
 from ..inputs.weights import STANDIN_VERDICT
+
+
+def shown(value) -> str:
+    """A stored sentence (:class:`~npu_tutorials.record.schema_base.Message`) in the language being rendered;
+    anything else as it is."""
+    return value.shown() if isinstance(value, Message) else str(value)
 
 
 class BaseViews:
     """Views of one results document and its model card (nothing else)."""
 
-    def __init__(self, doc: ResultsDoc, card: Card):
+    def __init__(self, doc: ResultsDoc, card: Card, recorded: list[ResultsDoc] | None = None):
         if doc.model != card.key:
             raise TutorialError(f"results for {doc.model!r} cannot be shown with the card of {card.key!r}")
-        self.doc, self.card = doc, card
+        self.doc, self.card, self.recorded = doc, card, list(recorded or [])
 
     @property
     def r(self):
@@ -95,4 +102,4 @@ class BaseViews:
 
     @property
     def stand_in_caveat(self) -> str:
-        return "" if self.real else STANDIN_VERDICT  # a message already (inputs.weights)
+        return "" if self.real else _(STANDIN_VERDICT)

@@ -17,8 +17,10 @@ def _verdict(v: str) -> str:
 
 
 class CompareViews(BaseViews):
-    def on_other_hardware(self, recorded: list[ResultsDoc]) -> Table:
-        """This build's headline figures beside every recorded document of the same model."""
+    def on_other_hardware(self, recorded: list[ResultsDoc] | None = None) -> Table:
+        """This build's headline figures beside every recorded document of the same model (``recorded``; the
+        ones the site handed to the views where not given)."""
+        recorded = self.recorded if recorded is None else recorded
         docs = [self.doc] + [d for d in recorded if d.provenance.built_at != self.prov.built_at]
         cols = ["", _("this build")] + [_("recorded {i}", i=i) for i in range(1, len(docs))]
         heads = [headline_figures(d) for d in docs]

@@ -8,23 +8,20 @@ the CPU).  They stay on the page as a record, in a collapsed block; the commands
 
 from __future__ import annotations
 
-from ..engine.commands import BUILD_CHANGES
 from ..engine.deploy import curl_text
 from ..core.errors import TutorialError
-from ..core.messages import N_, Text, _, html, join, reread
-from .base import BaseViews
+from ..core.messages import N_, _, html, listed
+from .base import BaseViews, shown
 
 NOT_FOR_COPYING = N_("The commands of this page's own build, for the record, not for copying: they point at this "
                      "build's weights folder (<weights>) and a server on 127.0.0.1 at a random port, with no API key "
                      "(nothing outside this machine reaches it), and carry settings only the build needs. Copy from "
                      "\"Deploy it yourself\".")
-LIST_SEP = Text(", ", {"zh_CN": "、"})  # between the parts a summary names
 
 
 class Collapsed:
     """Labelled blocks of text shown collapsed (an HTML ``<details>``) in the gallery, plain elsewhere.
-    The summary, the note and the captions may be :class:`~npu_tutorials.core.messages.Text` (every
-    language in the HTML, the page's shown; the English in the plain text)."""
+    The summary, the note and the captions are in the language being rendered."""
 
     def __init__(self, summary: str, blocks: list[tuple[str, str]], note: str | None = None):
         self.summary, self.blocks = summary, blocks
@@ -48,19 +45,18 @@ class DeployViews(BaseViews):
         r = self.r
         if part == "offline":
             o = self.need("offline_example")
-            notes = ["# " + reread(c, BUILD_CHANGES) for c in o.build_changes]
+            notes = ["# " + shown(c) for c in o.build_changes]
             return [(_("the offline vllm.LLM script, run as its own Python process ({seconds:.0f} s, engine "
-                       "start included)", seconds=o.wall_s), join("\n", [*notes, o.code]) if notes else o.code)]
+                       "start included)", seconds=o.wall_s), "\n".join([*notes, o.code]) if notes else o.code)]
         if part == "server":
             s = self.need("server")
             notes = [_("# --max-logprobs -1 --logprobs-mode raw_logits: for the accuracy checks on this page"),
                      _("# <weights>: this build's weights folder")]
             if r.conditions is not None:
-                # recorded in English, shown in every language (the sentences engine.commands.BUILD_CHANGES makes)
-                notes += ["# " + reread(c, BUILD_CHANGES) for c in r.conditions.build_changes]
+                notes += ["# " + shown(c) for c in r.conditions.build_changes]  # stored messages
             notes.append(_("# ready after {seconds:.0f} s; models: {models}", seconds=s.startup_s,
                            models=", ".join(s.models)))
-            return [(_("the server"), f"{s.command}\n" + join("\n", notes))]
+            return [(_("the server"), f"{s.command}\n" + "\n".join(notes))]
         if part == "requests":
             base = self.need("server").base_url
             return [(_("readiness and the request (curl; the page's own request went through the openai client)"),
@@ -73,7 +69,7 @@ class DeployViews(BaseViews):
     def this_build_ran(self, *parts: str) -> Collapsed:
         """This build's own commands for ``parts`` (``offline``, ``server``, ``requests``, ``bench``;
         none: every part the document has), collapsed and labelled as not for copying."""
-        blocks, shown = [], []
+        blocks, names = [], []
         for part in parts or self.BUILD_PARTS:
             try:
                 blocks += self._build_block(part)
@@ -81,8 +77,8 @@ class DeployViews(BaseViews):
                 if parts:  # asked for by name: the step must have run
                     raise
                 continue
-            shown.append(_(self.BUILD_PARTS[part]))
+            names.append(_(self.BUILD_PARTS[part]))
         if not blocks:
             raise TutorialError(f"the results of {self.doc.model} hold none of this build's commands yet")
         return Collapsed(_("This build ran: {parts} ({backend}, {device}; not for copying)",
-                           parts=join(LIST_SEP, shown), backend=self.backend, device=self.prov.device), blocks)
+                           parts=listed(names), backend=self.backend, device=self.prov.device), blocks)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from . import plots
 from ..core.errors import TutorialError
-from ..core.messages import _, join, sentences
-from ..core.tables import Table
-from .base import BaseViews
+from ..core.messages import _, sentences
+from ..core.tables import Pre, Table
+from .base import BaseViews, shown
 
 GB = 1e9
 
@@ -104,7 +104,7 @@ class TuningViews(BaseViews):
 
     def tuning_table(self) -> Table:
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
-        from ..measure.tuning_plan import config_label, graph_row, verdict, why_text
+        from ..measure.tuning_plan import config_label, graph_row, verdict
 
         if absent := self.absent("tuning"):
             return absent
@@ -126,10 +126,10 @@ class TuningViews(BaseViews):
                     high=high or _("the highest concurrency"))]
         if t.build_env:
             notes.append(_("This build's environment before any knob: {variables}.",
-                           variables=join(", ", [f"{k}=" + (v or _("(unset)")) for k, v in t.build_env.items()])))
+                           variables=", ".join(f"{k}=" + (v or _("(unset)")) for k, v in t.build_env.items())))
         skipped = t.skipped or self._skipped_knobs(t)
         if skipped:
-            knobs = join("; ", [_("{knob}: {why}", knob=k, why=why_text(why)) for k, why in skipped.items()])
+            knobs = "; ".join(_("{knob}: {why}", knob=k, why=shown(why)) for k, why in skipped.items())
             notes.append(_("Not measured in that build: {knobs}.", knobs=knobs) if recorded
                          else _("Not measured in this build: {knobs}.", knobs=knobs))
         if t.best:
@@ -155,7 +155,6 @@ class TuningViews(BaseViews):
         """The card's knobs for this document's backend: what each sets, where it comes from, why it should
         help, and whether this build measured it."""
         from ..inputs.knobs import pinned_label
-        from ..measure.tuning_plan import why_text
 
         absent = self.absent("tuning")
         t = None if absent else self.need("tuning")
@@ -172,7 +171,7 @@ class TuningViews(BaseViews):
             measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
             skipped = t.skipped or self._skipped_knobs(t)
         rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
-                 k.source or "–", k.why, _("yes") if k.name in measured else why_text(skipped.get(k.name, _("no")))]
+                 k.source or "–", k.why, _("yes") if k.name in measured else shown(skipped.get(k.name, _("no")))]
                 for k in knobs]
         return Table([_("knob"), _("sets"), _("source"), _("why it should help"), _("measured here")], rows,
                      caption=_("The {backend} knobs this page measures, where they come from", backend=self.backend),
@@ -188,11 +187,11 @@ class TuningViews(BaseViews):
                  else _("{model} on {backend}: tuning, measured", model=self.card.name, backend=self.backend))
         return plots.tuning(self.need("tuning"), title)
 
-    def tuned_command(self) -> str:
+    def tuned_command(self) -> Pre:
         """The serve command of the best tuned configuration (this build's, or the record's, said in a comment)."""
         if absent := self.absent("tuning"):
-            return f"# {absent.text}"
+            return Pre(f"# {absent.text}")
         o = self.r.from_records.get("tuning")
         head = f"# the best configuration as {o.file} recorded it (built {o.built_at[:10]})\n" if o else ""
-        return head + self.need("tuning").command
+        return Pre(head + self.need("tuning").command)
 

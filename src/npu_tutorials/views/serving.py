@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from . import plots
 from ..engine.bench import SUMMARY_ROWS
-from ..engine.commands import BUILD_CHANGES
 from ..record.headline import headline_figures
-from ..core.messages import _, join, reread, sentences
-from ..core.tables import Table, fmt
+from ..core.messages import _, sentences
+from ..core.tables import Pre, Table, fmt
 from ..inputs.weights import kind_label, shown_label
-from .base import BaseViews
+from .base import BaseViews, shown
 
 
 
@@ -138,14 +137,12 @@ class BuildViews(BaseViews):
 class ServingViews(BaseViews):
     """The offline example, the functional check and the benchmark (``show.serving``)."""
 
-    def offline_output(self) -> str:
+    def offline_output(self) -> Pre:
         """What the offline script printed, and how long it took."""
         o = self.need("offline_example")
         out = f"{o.prompt!r} -> {o.text!r}\n" + _("(whole script, engine start included: {seconds:.0f} s)",
                                                    seconds=o.wall_s)
-        # recorded in English, shown in every language (the sentences engine.commands.BUILD_CHANGES makes)
-        return join("\n", [out, *(_("(this build: {change})", change=reread(c, BUILD_CHANGES))
-                                  for c in o.build_changes)])
+        return Pre("\n".join([out, *(_("(this build: {change})", change=shown(c)) for c in o.build_changes)]))
 
     def functional(self) -> Table:
         """The functional request and the engine's reply."""

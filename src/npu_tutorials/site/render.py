@@ -1,0 +1,160 @@
+"""Each language's pass draws a tutorial page's tables and figures from its results document.
+
+An executed page holds, where a cell showed a view, a reference to it (:mod:`npu_tutorials.views.refs`).  When
+Sphinx reads the page (``source-read``, in every language's pass) :func:`render_views` replaces each reference
+with the view drawn from the model's results document (``_build/results/<model>.json``) and its card, with the
+model's recorded documents handed to the views, in the pass's language:
+
+* a table, a verdict, a note, a collapsed block: its HTML, in place;
+* a figure: a PNG written into the pass's ``_images/`` (named by its content), shown by an ``<img>``.
+
+A view that cannot be drawn (no document, a section missing) shows one line saying why
+(``tut-render-error``: ``make check`` fails the page) and warns.
+
+:func:`rerender_outdated` (``env-get-outdated``) re-reads a page whose drawing changed without its executed
+page changing: its document, its card, the views' code or a message catalog.  So a view edit re-renders both
+languages, and executes nothing (:func:`npu_tutorials.site.rerun.inputs_digest` leaves views out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import TutorialError
+from ..core.messages import LOCALE_DIR, _, language
+from ..views.refs import MARK, parse, resolve
+
+PLACEHOLDER = re.compile(rf'^(?P<indent>[ \t]*)(?P<before>.*?)<div class="{MARK}" data-tut-view="(?P<ref>[^"]*)"></div>',
+                         re.M)
+ERROR_MARK = "tut-render-error"
+PACKAGE = Path(__file__).resolve().parents[1]
+# what draws a page from its document: the views, the messages, the tables, the headline figures, this module
+DRAWING = ("views", "core/messages.py", "core/tables.py", "record/headline.py", "site/render.py")
+STAMP = "tut-render-{stem}.digest"  # in the pass's doctree folder: the drawing digest a page was last read with
+
+
+def _documents(model: str) -> tuple[Any, Any, list]:
+    """(this build's document, the card, the recorded documents) of ``model``."""
+    from ..inputs.cards import load_card
+    from ..record.results import read_doc, recorded, results_dir
+
+    path = results_dir() / f"{model}.json"
+    if not path.is_file():
+        raise TutorialError(f"no results document {path} to draw the page from (the tutorial wrote none)")
+    return read_doc(path), load_card(model), recorded(model)
+
+
+def figure_html(fig, images: Path, prefix: str, name: str) -> str:
+    """``fig`` saved as a PNG in ``images`` (named by its bytes), as the ``<img>`` a page at ``prefix`` shows."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    data = buf.getvalue()
+    file = f"tut_{name}_{hashlib.sha256(data).hexdigest()[:16]}.png"
+    images.mkdir(parents=True, exist_ok=True)
+    if not (images / file).is_file():
+        (images / file).write_bytes(data)
+    return (f'<img alt="{html.escape(name)}" class="sphx-glr-single-img tut-figure" '
+            f'src="{prefix}_images/{file}" />')
+
+
+def draw(ref: dict, lang: str, images: Path, prefix: str, cache: dict | None = None) -> str:
+    """The HTML of one view reference, drawn in ``lang`` from its model's documents."""
+    from ..views import Views
+
+    cache = {} if cache is None else cache
+    model = ref["model"]
+    if model not in cache:
+        cache[model] = _documents(model)
+    doc, card, recorded = cache[model]
+    with language(lang):
+        value = resolve(Views(doc, card, recorded), ref["view"])(*ref.get("args", []), **ref.get("kwargs", {}))
+        if hasattr(value, "savefig"):
+            return figure_html(value, images, prefix, f"{model}_{ref['view'].replace('.', '_')}_{lang}")
+        if hasattr(value, "_repr_html_"):
+            return value._repr_html_()
+        return f"<pre>{html.escape(str(value))}</pre>"
+
+
+def render_text(text: str, lang: str, images: Path, prefix: str, on_error=None) -> str:
+    """``text`` (an executed page's reST) with every view reference drawn; ``on_error(message)`` for each
+    reference that cannot be drawn (shown in its place as one line)."""
+    cache: dict = {}
+
+    def one(m: re.Match) -> str:
+        try:
+            out = draw(parse(m["ref"]), lang, images, prefix, cache)
+        except TutorialError as exc:
+            if on_error is not None:
+                on_error(str(exc))
+            with language(lang):
+                note = _("This view could not be drawn from the results document: {why}", why=str(exc))
+            out = f'<p class="{ERROR_MARK}">{html.escape(note)}</p>'
+        indent = m["indent"]
+        return indent + m["before"] + out.replace("\n", "\n" + indent)
+
+    return PLACEHOLDER.sub(one, text)
+
+
+def render_views(app, docname: str, source: list[str]) -> None:
+    """Sphinx ``source-read``: draw the view references of a tutorial page in the pass's language."""
+    from sphinx.util import logging
+
+    from .i18n import extracting, page_lang
+
+    if f'class="{MARK}"' not in source[0] or extracting(app):
+        return
+    log = logging.getLogger(__name__)
+    depth = docname.count("/")
+    source[0] = render_text(source[0], page_lang(app), Path(app.outdir) / "_images", "../" * depth,
+                            on_error=lambda why: log.warning(f"{docname}: {why}"))
+    stem = docname.rsplit("/", 1)[-1]
+    (Path(app.doctreedir) / STAMP.format(stem=stem)).parent.mkdir(parents=True, exist_ok=True)
+    (Path(app.doctreedir) / STAMP.format(stem=stem)).write_text(drawing_digest(stem) + "\n")
+
+
+def drawing_digest(stem: str) -> str:
+    """Hash of what a page's drawing reads besides its executed page: its results document and recorded
+    documents, its card, the drawing code (:data:`DRAWING`) and the message catalogs."""
+    from ..inputs import cards
+    from ..inputs.gallery_index import tutorials
+    from ..record.results import results_dir
+
+    key = tutorials().get(stem, stem)
+    root = PACKAGE.parents[1]
+    files: list[Path] = []
+    for part in DRAWING:
+        p = PACKAGE / part
+        files += sorted(f for f in p.rglob("*.py")) if p.is_dir() else [p]
+    files += sorted(LOCALE_DIR.rglob("*.po"))
+    files += [cards.CARDS_DIR / f"{key}.yaml", results_dir() / f"{key}.json"]
+    files += sorted((root / "results" / key).glob("*.json"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f).encode() + b"\0" + (f.read_bytes() if f.is_file() else b"-"))
+    return h.hexdigest()
+
+
+def rerender_outdated(app, env, added, changed, removed) -> list[str]:
+    """Sphinx ``env-get-outdated``: the tutorial pages whose drawing changed since the pass last read them
+    (:func:`drawing_digest`), though their executed page did not."""
+    from ..inputs.gallery_index import tutorials
+
+    out = []
+    for stem in tutorials():
+        docname = f"tutorials/models/{stem}"
+        if docname not in env.found_docs or docname in added or docname in changed:
+            continue
+        stamp = Path(app.doctreedir) / STAMP.format(stem=stem)
+        if not stamp.is_file() or stamp.read_text().strip() != drawing_digest(stem):
+            out.append(docname)
+    return out
