@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 
 from npu_tutorials.core import messages  # noqa: E402
 from npu_tutorials.core.errors import TutorialError  # noqa: E402
-from npu_tutorials.core.messages import N_, Text, _, html, join  # noqa: E402
+from npu_tutorials.core.messages import N_, _, html, language, listed, sentences  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = sorted(p for p in (ROOT / "results").glob("*/*.json") if p.parent.name != "methods")
@@ -47,23 +47,31 @@ def test_the_check_fails_on_a_missing_a_fuzzy_and_a_misfilled_translation(tmp_pa
         "'PASS': other.po and part.po translate it differently"]
 
 
-def test_a_text_carries_both_languages_through_fields_sums_and_joins():
-    over = _("{n} runs", n=3)  # a field that is a Text is filled in the same language
+def test_a_message_answers_in_the_language_being_rendered():
+    over = _("{n} runs", n=3)
     t = _("{label} (median over {over})", label=_("Output token throughput"), over=over)
-    assert t == "Output token throughput (median over 3 runs)" and isinstance(t, str)
-    zh = t.in_("zh_CN")
-    assert zh != str(t) and over.in_("zh_CN") in zh and _("Output token throughput").in_("zh_CN") in zh
-    verdict = _("PASS") + " " + _("FAIL")
-    assert verdict == "PASS FAIL" and verdict.in_("zh_CN") == f"{_('PASS').in_('zh_CN')} {_('FAIL').in_('zh_CN')}"
-    joined = join("; ", [_("PASS"), "x", _("FAIL")])
-    assert joined == "PASS; x; FAIL" and joined.in_("zh_CN").split("; ")[1] == "x"
-    assert N_("anything") == "anything" and not isinstance(N_("anything"), Text)
-    # HTML: one span per language where they differ, the page's stylesheet shows one; plain text once, escaped
-    assert html(_("PASS")) == ('<span class="tut-l10n" lang="en">PASS</span>'
-                               f'<span class="tut-l10n" lang="zh-CN">{_("PASS").in_("zh_CN")}</span>')
-    assert html("a < b") == "a &lt; b" and html(Text("same", {"zh_CN": "same"})) == "same"
+    assert t == "Output token throughput (median over 3 runs)" and type(t) is str
+    with language("zh_CN"):
+        zh_over = _("{n} runs", n=3)
+        zh = _("{label} (median over {over})", label=_("Output token throughput"), over=zh_over)
+        assert zh != t and zh_over in zh and _("Output token throughput") in zh
+        assert listed(["a", "b"]) == "a、b" and sentences(["一。", "二。"]) == "一。二。"
+    assert _("PASS") == "PASS" and listed(["a", "b"]) == "a, b" and sentences(["One.", "Two."]) == "One. Two."
+    assert N_("anything") == "anything"
+    with pytest.raises(ValueError, match="no language"):
+        with language("fr"):
+            pass
+    # HTML is escaped text, one language: no per-language spans, no stylesheet toggle
+    assert html("a < b") == "a &lt; b"
     css = (ROOT / "docs" / "source" / "_static" / "tutorials.css").read_text()
-    assert 'html[lang|="zh"] .tut-l10n[lang="en"] { display: none; }' in css
+    assert "tut-l10n" not in css
+
+
+def test_a_message_some_catalog_lacks_is_missed_in_every_language():
+    messages.MISSED.clear()
+    _("a sentence no catalog has")
+    assert "a sentence no catalog has" in messages.MISSED
+    messages.MISSED.clear()
 
 
 def _render(obj) -> str:
@@ -111,14 +119,15 @@ def test_every_view_of_a_recorded_result_renders_with_every_message_translated(r
     assert sorted(messages.MISSED) == []
 
 
-def test_a_table_shows_each_language_on_its_own_page():
+def test_a_table_shows_the_language_it_is_drawn_in():
     from npu_tutorials.core.tables import Verdict
 
-    page = Verdict([("top-1 agreement", "99 %", ">= 90 %", True)])._repr_html_()
-    zh = _("PASS").in_("zh_CN")
-    assert f'<span class="tut-l10n" lang="zh-CN">{zh}</span>' in page
-    assert '<span class="tut-l10n" lang="en">PASS</span>' in page
-    assert json.dumps(zh) != json.dumps("PASS")
+    table = Verdict([("top-1 agreement", "99 %", ">= 90 %", True)])
+    with language("zh_CN"):
+        zh_pass = _("PASS")
+        zh = table._repr_html_()
+    assert zh_pass != "PASS" and f"<td>{zh_pass}</td>" in zh and "<td>PASS</td>" not in zh
+    assert "<td>PASS</td>" in table._repr_html_()
 
 
 def test_a_recorded_weights_label_reads_in_both_languages_and_stays_the_recorded_one():
@@ -128,24 +137,34 @@ def test_a_recorded_weights_label_reads_in_both_languages_and_stays_the_recorded
     label = weights_label("stand-in", seed=42, sha256="9ae0b78884bd" + "0" * 52)
     info = WeightsInfo(kind="stand-in", source="stand-in", label=str(label), seed=42, sha256="9ae0b78884bd" + "0" * 52)
     shown = shown_label(info)
-    assert shown == info.label and "9ae0b78884bd" in shown.in_("zh_CN") and shown.in_("zh_CN") != str(shown)
+    with language("zh_CN"):
+        zh = shown_label(info)
+    assert shown == info.label and "9ae0b78884bd" in zh and zh != shown
     # a label these fields do not give (an older wording, a local folder): the recorded words, as they are
     old = info.model_copy(update={"label": "stand-in weights, seed 42"})
-    assert shown_label(old) == "stand-in weights, seed 42" and not hasattr(shown_label(old), "tr")
+    with language("zh_CN"):
+        assert shown_label(old) == "stand-in weights, seed 42"
     real = WeightsInfo(kind="real", source="modelscope", label="real weights: Qwen/Qwen2.5-0.5B@master (from modelscope)",
                        hub_id="Qwen/Qwen2.5-0.5B", revision="master")
-    assert shown_label(real) == real.label and "真实权重" in shown_label(real).in_("zh_CN")
+    with language("zh_CN"):
+        zh = shown_label(real)
+    assert shown_label(real) == real.label and "真实权重" in zh
 
 
-def test_a_stored_sentence_is_read_back_into_its_message():
-    from npu_tutorials.core.messages import reread
+def test_a_stored_sentence_is_its_message_and_shows_in_each_language():
     from npu_tutorials.engine import commands as C
+    from npu_tutorials.record.schema import Conditions
+    from npu_tutorials.record.schema_base import Message
 
-    stored = C.ACCURACY_ENGINE.format(want="bfloat16", dtype="float32")  # as the build stores it, in English
-    shown = reread(stored, C.BUILD_CHANGES)
-    assert shown == stored and "bfloat16" in shown.in_("zh_CN") and shown.in_("zh_CN") != stored
-    assert reread(C.CPU_MAX_LEN.format(max_len=8192), C.BUILD_CHANGES).in_("zh_CN").count("8192") == 1
-    # a field repeated in its template must read back the same both times; a sentence of no template: as it is
-    odd = "the engine-vs-reference checks ran on a bfloat16 engine started for them (the same command with " \
-          "--dtype float16); the performance figures come from the float32 engine"
-    assert reread(odd, C.BUILD_CHANGES) == odd and not hasattr(reread(odd, C.BUILD_CHANGES), "tr")
+    m = Message.of(C.ACCURACY_ENGINE, want="bfloat16", dtype="float32")  # as the build stores it
+    assert str(m) == C.ACCURACY_ENGINE.format(want="bfloat16", dtype="float32") == m.shown()
+    with language("zh_CN"):
+        zh = m.shown()
+    assert "bfloat16" in zh and zh != str(m)
+    stored = Conditions(profile="quick", dtype="float32", eager=True, build_changes=[m]).model_dump(mode="json")
+    assert stored["build_changes"] == [{"msgid": C.ACCURACY_ENGINE, "fields": {"want": "bfloat16", "dtype": "float32"}}]
+    with language("zh_CN"):
+        assert Message.of(C.CPU_MAX_LEN, max_len=8192).shown().count("8192") == 1
+        # a plain sentence (a document written before messages were stored): shown as it is
+        old = Conditions.model_validate({**stored, "build_changes": ["an older sentence"]}).build_changes[0]
+        assert old.shown() == "an older sentence"
