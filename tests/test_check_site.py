@@ -84,3 +84,13 @@ def test_no_written_page_document_or_record_carries_a_machine_path(tmp_path):
     assert sorted(l.split(":")[0] for l in lines) == ["bad.html", "m.json"]
     committed = sorted((Path(REPO) / "results").rglob("*.json"))
     assert committed and machine_path_problems(committed) == []
+
+
+def test_an_undrawn_view_and_a_view_that_could_not_be_drawn_fail(tmp_path):
+    undrawn = GOOD + '<div class="tut-view" data-tut-view="{}"></div>'
+    text = check_site.check(_site(tmp_path / "a", undrawn), "qwen2_5")[0]
+    assert "a view was left undrawn" in text
+    broken = GOOD + ('<p class="tut-render-error">This view could not be drawn from the results document: the '
+                     'results of qwen2.5-0.5b have no &#x27;benchmark&#x27; section</p>')
+    text = check_site.check(_site(tmp_path / "b", broken), "qwen2_5")[0]
+    assert "have no 'benchmark' section" in text

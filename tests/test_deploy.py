@@ -122,10 +122,13 @@ def test_this_build_ran_is_collapsed_and_labelled():
     show = Views(make_doc(), card)
     out = show.this_build_ran("server", "bench")
     html = out._repr_html_()
-    # the summary, note and captions in every language (core.messages.html), the page's shown
-    assert html.startswith('<details class="tut-this-build"><summary><span class="tut-l10n" lang="en">'
-                           'This build ran: the server, the benchmark')
-    assert f'<span class="tut-l10n" lang="zh-CN">{out.summary.in_("zh_CN")}</span></summary>' in html
+    # the summary, note and captions in the language being rendered
+    assert html.startswith('<details class="tut-this-build"><summary>This build ran: the server, the benchmark')
+    from npu_tutorials.core.messages import language
+
+    with language("zh_CN"):
+        zh = show.this_build_ran("server", "bench")
+        assert f"<summary>{zh.summary}</summary>" in zh._repr_html_() and zh.summary != out.summary
     assert "not for copying" in html and "&lt;weights&gt;" in html and html.endswith("</details>")
     assert "python -m vllm.entrypoints.openai.api_server --model <weights>" in repr(out)
     assert "# --max-logprobs -1 --logprobs-mode raw_logits" in repr(out)
@@ -163,13 +166,19 @@ def test_the_cpu_build_runs_the_offline_script_in_process_and_says_so(tiny, tmp_
         tut.stop()
     assert seen["env"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in Path(seen["argv"][-1]).read_text()  # the reader's script
-    assert out.text == "a reply" and out.build_changes == [C.CPU_OFFLINE_IN_PROCESS]
-    shown = tut.show.serving.offline_output()
-    assert "(this build: VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in shown
-    assert "（本次构建：CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in shown.in_("zh_CN")
+    assert out.text == "a reply" and [str(c) for c in out.build_changes] == [C.CPU_OFFLINE_IN_PROCESS]
+    from npu_tutorials.core.messages import language
+    from npu_tutorials.views import Views
+
+    shown = tut.show.serving.offline_output()  # the cell's reference, drawn from the document by each pass
+    assert 'class="tut-view"' in shown._repr_html_()
+    assert "(this build: VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in repr(shown)
+    views = Views(tut.doc, tut.card)
+    with language("zh_CN"):
+        assert "（本次构建：CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in views.serving.offline_output().text
+        assert "# CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in views.this_build_ran("offline")._repr_html_()
     ran = tut.show.this_build_ran("offline")
     assert "# VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build" in repr(ran)
-    assert "# CPU 构建使用 VLLM_ENABLE_V1_MULTIPROCESSING=0" in ran._repr_html_()
 
 
 # -- slow: the CPU set, run --------------------------------------------------------------------------

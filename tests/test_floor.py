@@ -100,13 +100,15 @@ def test_every_script_is_run_by_a_test():
 def test_the_verdict_says_which_limits_are_derived_and_from_what_in_both_languages():
     """The consistency verdict of a recorded Qwen-1_8B-Chat document names its derived limits and the model whose
     floor gave them, in English and in Chinese (one caveat, both languages kept)."""
-    from npu_tutorials.core.messages import in_
+    from npu_tutorials.core.messages import language
     from npu_tutorials.record import results
     from npu_tutorials.views import Views
 
     path = next(p for p in sorted((ROOT / "results" / "qwen-1_8b-chat").glob("*.json")))
     show = Views(results.read_doc(path), load_card("qwen-1_8b-chat"))
-    caveat = show.accuracy.consistency_verdict().caveat
-    en, zh = in_(caveat, "en"), in_(caveat, "zh_CN")
+    with language("en"):
+        en = show.accuracy.consistency_verdict().caveat
+    with language("zh_CN"):
+        zh = show.accuracy.consistency_verdict().caveat
     assert "Limits derived for logits (cosine_min, kl_max, near_tie_nmse_pct_max)" in en and "SmolLM2-135M-Instruct" in en
     assert "为 logits 推导的限值" in zh and "SmolLM2-135M-Instruct" in zh and "替身权重" in zh

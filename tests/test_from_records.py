@@ -87,7 +87,7 @@ def test_the_page_says_where_a_recorded_section_came_from(rec):
     t = show.tuning.tuning_table()
     assert "recorded by an earlier build" in t.caption and "Not measured in this build" in t.note
     assert origin.file in t.note and rec.provenance.git_commit[:10] in t.note
-    assert show.tuning.tuned_command().startswith(f"# the best configuration as {origin.file} recorded it")
+    assert show.tuning.tuned_command().text.startswith(f"# the best configuration as {origin.file} recorded it")
     e = show.performance.efficiency_table()
     assert "in the recording build" in e.note and origin.file in e.note
     # this build's own sections say nothing of the kind
@@ -101,7 +101,7 @@ def test_with_no_record_the_page_says_so_instead_of_a_table(rec):
     show = Views(doc, card)
     for view in (show.tuning.tuning_table, show.tuning.tuning_plot):
         assert "Not measured in this build" in repr(view())
-    assert show.tuning.tuned_command().startswith("# Not measured")
+    assert show.tuning.tuned_command().text.startswith("# Not measured")
     # the knobs are the card's facts: listed even so, each marked unmeasured
     knobs = show.tuning.tuning_knobs_table()
     assert "Not measured in this build" in knobs.note

@@ -3,7 +3,7 @@
 * Every view a gallery script shows, drawn from every recorded document in both languages, reads as it read
   before the views moved out of execution: ``tests/golden/rendered-4c8dd4c.json`` holds that text, made at
   commit 4c8dd4c (views run while the tutorial executed, both languages carried in one ``Text``, each figure
-  drawn again through ``fig._tut_redraw``) by the same extraction as :func:`rendered_text` below.
+  drawn a second time in Chinese while it executed) by the same extraction as :func:`rendered_text` below.
 * A cell leaves a placeholder; the Sphinx hook draws it in the pass's language, tables in place and figures
   as PNGs; a view that cannot be drawn shows one line.
 * The re-run digest leaves the drawing code out and the measuring code in (both directions).

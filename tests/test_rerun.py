@@ -202,8 +202,12 @@ def test_changing_one_card_reruns_only_its_tutorial(tmp_path, monkeypatch):
     cards_dir.mkdir()
     for p in cards.CARDS_DIR.glob("*.yaml"):
         (cards_dir / p.name).write_text(p.read_text())
-    (cards_dir / "palmyra-mini.yaml").write_text((cards_dir / "palmyra-mini.yaml").read_text() + "\n# edited\n")
+    card = cards_dir / "palmyra-mini.yaml"
+    card.write_text((card.read_text() + "\n# a comment, and the summary reworded, change no measurement\n")
+                    .replace("Writer's lightweight model", "Writer's small model"))
     monkeypatch.setattr(cards, "CARDS_DIR", cards_dir)
+    assert rerun.invalidate_changed_tutorials(gallery) == []
+    card.write_text(card.read_text().replace("max_tokens: 256", "max_tokens: 255"))  # a measured section
     assert rerun.invalidate_changed_tutorials(gallery) == ["palmyra_mini"]
     assert not (gallery / "palmyra_mini.py.md5").exists() and (gallery / "qwen2_5_0_5b.py.md5").exists()
 

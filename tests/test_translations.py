@@ -110,7 +110,7 @@ def test_the_deploy_snippets_comments_read_in_the_pages_language():
     """The Chinese pass shows the "Deploy it yourself" snippets' comments in Chinese, commands untouched."""
     from types import SimpleNamespace
 
-    from npu_tutorials.core.messages import _
+    from npu_tutorials.core.messages import _, language
     from npu_tutorials.engine import deploy
     from npu_tutorials.inputs.cards import load_card
     from npu_tutorials.site.i18n import comments_in_language
@@ -122,6 +122,7 @@ def test_the_deploy_snippets_comments_read_in_the_pages_language():
         app = SimpleNamespace(config=SimpleNamespace(language=lang), builder=SimpleNamespace(name="html"))
         content = [snippet]
         comments_in_language(app, "deploy.rst", "tutorials/models/qwen2_5_0_5b", content)
-        zh = _(deploy.SPAWN_NOTE).in_("zh_CN")
+        with language("zh_CN"):
+            zh = _(deploy.SPAWN_NOTE)
         assert (f"# {zh}" in content[0]) is translated and (deploy.SPAWN_NOTE in content[0]) is not translated
         assert content[0].replace(zh, deploy.SPAWN_NOTE) == snippet  # only the comment changed

@@ -77,6 +77,11 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
         elif NOT_EXECUTED_MARK not in html:
             problems.append(f"{stem}: the page shows no output and does not say that it was not executed")
         return problems
+    if 'class="tut-view"' in html:
+        problems.append(f"{stem}: a view was left undrawn on the page (its placeholder reached the HTML: the pass "
+                        "that read the page did not draw it from the results document)")
+    for why in re.findall(r'<p class="tut-render-error">(.*?)</p>', html, re.S)[:3]:
+        problems.append(f"{stem}: {html_lib.unescape(why)}")
     if html.count('class="tut-table"') < 3:
         problems.append(f"{stem}: fewer than 3 result tables on the page")
     if "sphx-glr-single-img" not in html and "sphx-glr-multi-img" not in html:

@@ -22,7 +22,7 @@ from . import metrics, reference
 from ..inputs.cards import LogitsCheck
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
-from ..core.messages import N_, _
+from ..core.messages import N_
 from ..core.tables import Verdict
 from ..inputs.weights import STANDIN_VERDICT
 
@@ -91,7 +91,7 @@ class LogitsReport:
             ("top-1 agreement", f"{s['top1_pct']:.1f} %", f">= {t['top1_pct_min']} %", s["top1_pct"] >= t["top1_pct_min"]),
             *metrics.split_checks(metrics.decisive_top1(self.rows, t["nmse_pct_max"])["flip_kinds"], t["nmse_pct_max"]),
         ]
-        return Verdict(checks, "" if self.real_weights else _(STANDIN_VERDICT))
+        return Verdict(checks, "" if self.real_weights else STANDIN_VERDICT)
 
 
 def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: LogitsCheck, vocab_size: int,

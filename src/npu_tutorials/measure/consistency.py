@@ -23,7 +23,7 @@ import numpy as np
 from . import metrics, reference
 from .accuracy import engine_last_logits, one_form
 from ..engine.server import VLLMServer
-from ..core.messages import N_, _
+from ..core.messages import N_
 from ..core.tables import Verdict, fmt
 from ..inputs.weights import STANDIN_VERDICT
 
@@ -254,7 +254,7 @@ def greedy_summary(rows: list[TextRow], nmse_pct_max: float = metrics.NEAR_TIE_N
 
 
 def _caveat(real_weights: bool) -> str:
-    return "" if real_weights else _(STANDIN_VERDICT)
+    return "" if real_weights else STANDIN_VERDICT
 
 
 def greedy_verdict(rows: list[TextRow], *, first_token_pct_min: float, mean_match_pct_min: float,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from ..core.messages import CLAUSE_SEP, LANGS, N_, _, current
+from ..core.messages import CLAUSE_SEP, LANGS, N_, _
+from ..core.messages import current as current_language
 from .schema import ResultsDoc, Stat
 
 STALE_AFTER_DAYS = 90
@@ -47,7 +48,7 @@ class Figure:
         """``"106 tok/s (IQR 103–108, n=3 runs)"``: the median, its spread and its sample."""
         v = _fmt(self.key, self.stat.median)
         if self.stat.n == 1:  # "one run": the English drops the count, the other languages keep ``over`` whole
-            what = self.over.split(' ', 1)[-1].rstrip('s') if current() == LANGS[0] else self.over
+            what = self.over.split(' ', 1)[-1].rstrip('s') if current_language() == LANGS[0] else self.over
             return _("{value} (one {what})", value=v, what=what)
         return _("{value} (IQR {q1}–{q3}, n={over})", value=v, q1=_fmt(self.key, self.stat.q1),
                  q3=_fmt(self.key, self.stat.q3), over=self.over)
@@ -143,7 +144,7 @@ def staleness(doc: ResultsDoc, current: ResultsDoc | None, now: dt.datetime | No
             a, b = doc.provenance.machine.versions.get(pkg), current.provenance.machine.versions.get(pkg)
             if a and b and a != b:
                 why.append(_("{package} {recorded}, this build {current}", package=pkg, recorded=a, current=b))
-    return _("stale: {why}", why=CLAUSE_SEP[current()].join(why)) if why else ""
+    return _("stale: {why}", why=CLAUSE_SEP[current_language()].join(why)) if why else ""
 
 
 def same_conditions(a: ResultsDoc, b: ResultsDoc) -> bool:

@@ -41,7 +41,7 @@ def schema_markdown() -> str:
     out = [f"Schema version {SCHEMA_VERSION}.  A type named in a row has its own table below.\n"]
     for model in order:
         out.append(f"### {model.__name__}\n")
-        doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        doc = " ".join((model.__doc__ or "").strip().split("\n\n")[0].split())
         if doc and not doc.startswith("Usage docs"):
             out.append(doc + "\n")
         out.append("| field | type | required | description |\n|---|---|---|---|")
