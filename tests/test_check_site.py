@@ -94,3 +94,35 @@ def test_an_undrawn_view_and_a_view_that_could_not_be_drawn_fail(tmp_path):
                      'results of qwen2.5-0.5b have no &#x27;benchmark&#x27; section</p>')
     text = check_site.check(_site(tmp_path / "b", broken), "qwen2_5")[0]
     assert "have no 'benchmark' section" in text
+
+
+def test_a_recorded_document_the_pages_draw_is_validated_one_line_naming_the_file(tmp_path, monkeypatch):
+    """``make check`` validates the recorded documents the pages draw ("On other hardware", the support matrix):
+    schema, provenance, and real weights for an NPU record; each bad one is one line naming its file.  The
+    committed records pass."""
+    from docs import machine
+
+    from npu_tutorials.checks.recording import recorded_problems
+
+    assert recorded_problems() == []  # results/ as committed
+    rec = tmp_path / "results"
+    good = make_doc(commit="0123456789abcdef")
+    write_doc(good, rec / "qwen2.5-0.5b" / "cpu-good.json")
+    (rec / "qwen2.5-0.5b" / "cpu-broken.json").write_text('{"schema": 2, "model": "qwen2.5-0.5b", "provenance": {}}')
+    write_doc(make_doc(commit="0123abc+dirty"), rec / "qwen2.5-0.5b" / "cpu-dirty.json")
+    npu = machine("npu", "Ascend 910B3", vllm_ascend="0.23.0")
+    write_doc(make_doc(commit="0123456789abcdef", mach=npu), rec / "qwen2.5-0.5b" / "npu-910b3.json")
+    write_doc(good, rec / "qwen3-0.6b" / "cpu-misfiled.json")
+    monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(rec))
+    lines = recorded_problems()
+    assert lines == [
+        "recorded document results/qwen2.5-0.5b/cpu-broken.json: provenance.built_at: Field required",
+        "recorded document results/qwen2.5-0.5b/cpu-dirty.json: measured by uncommitted code (0123abc+dirty)",
+        "recorded document results/qwen2.5-0.5b/npu-910b3.json: an NPU record on stand-in weights (an NPU figure "
+        "is shown as a deployment figure: record it with real weights, TUTORIAL_WEIGHTS=real)",
+        "recorded document results/qwen3-0.6b/cpu-misfiled.json: it is a run of 'qwen2.5-0.5b', filed under "
+        "'qwen3-0.6b'",
+    ]
+    # make check prints them among its problems (with the page selection, only the selected models' records)
+    site = _site(tmp_path / "site", GOOD)
+    assert [l for l in check_site.check(site, "qwen2_5") if l.startswith("recorded")] == lines[:3]

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..inputs.cards import load_card
 from ..core.errors import TutorialError
 from .gate import gate, measured_noise
-from ..record.results import read_doc, recorded, recorded_dir, write_doc
+from ..record.results import UNKNOWN_COMMIT, read_doc, recorded, recorded_dir, write_doc
 
 
 def record(build_results: Path, directory: Path | None = None, models: list[str] | None = None,
@@ -41,4 +41,42 @@ def record(build_results: Path, directory: Path | None = None, models: list[str]
             doc.provenance.recorded_despite = f"{reason.strip()} (gate: {'; '.join(g.regressions)})"
         dest = Path(directory or recorded_dir()) / doc.model / f"{doc.provenance.machine.record_stem}.json"
         out.append(write_doc(doc, dest))
+    return out
+
+
+def recorded_problems(directory: Path | None = None, models: set[str] | None = None) -> list[str]:
+    """One line per recorded document (``results/<model>/*.json``) that a page may not be drawn from, naming
+    the file: one that does not read as a results document of this schema, one filed under another model or
+    a model with no card, one of a run that did not complete or of uncommitted code, one that does not say
+    which weights it used, and an NPU record on stand-in weights (a deployment figure needs real ones)."""
+    from ..inputs.cards import known_models
+
+    root = Path(directory or recorded_dir())
+    cards = set(known_models())
+    out = []
+    for path in sorted(root.glob("*/*.json")):
+        if path.parent.name == "methods" or (models is not None and path.parent.name not in models):
+            continue
+        name = path.relative_to(root.parent) if root.parent != root else path
+        try:
+            doc = read_doc(path)
+        except TutorialError as exc:
+            out.append(f"recorded document {name}: {str(exc).removeprefix(f'{path}: ')}")
+            continue
+        prov, why = doc.provenance, []
+        if doc.model != path.parent.name:
+            why.append(f"it is a run of {doc.model!r}, filed under {path.parent.name!r}")
+        if doc.model not in cards:
+            why.append(f"no model card {doc.model!r}")
+        if prov.status != "complete":
+            why.append(f"the run {prov.status}")
+        if prov.git_commit.endswith("+dirty") or prov.git_commit == UNKNOWN_COMMIT:
+            why.append(f"measured by uncommitted code ({prov.git_commit})")
+        if prov.weights is None:
+            why.append("it does not say which weights it used")
+        elif prov.backend == "npu" and prov.weights.kind != "real":
+            why.append("an NPU record on stand-in weights (an NPU figure is shown as a deployment figure: "
+                       "record it with real weights, TUTORIAL_WEIGHTS=real)")
+        if why:
+            out.append(f"recorded document {name}: " + "; ".join(why))
     return out

@@ -137,13 +137,18 @@ def written_files(build: Path) -> list[Path]:
 def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str]:
     """One line per page that is not publishable, naming the page and every problem it has, and one per
     written file that carries a machine path."""
+    from .recording import recorded_problems
+
     build = Path(build)
     lines = []
-    for stem, key in tutorials(only=only).items():
+    selected = tutorials(only=only)
+    for stem, key in selected.items():
         problems = check_page(build, stem, key, strict=strict)
         if problems:
             lines.append(f"{stem}: " + "; ".join(p.removeprefix(f"{stem}: ") for p in problems))
-    return lines + machine_path_problems(written_files(build))
+    # the recorded documents the pages draw beside this build's ("On other hardware", the support matrix)
+    recorded = recorded_problems(models=set(selected.values()) if only else None)
+    return lines + recorded + machine_path_problems(written_files(build))
 
 
 def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,
