@@ -111,8 +111,9 @@ def _title_in_language(app, config):
 def setup(app):
     app.connect("config-inited", _title_in_language)
     app.connect("source-read", static_text)
-    app.connect("source-read", render_views)  # each pass draws a page's views from its results document
+    # a page this build did not execute gets its recorded run's view references (add_banners) before they are drawn
     app.connect("source-read", add_banners)
+    app.connect("source-read", render_views)  # each pass draws a page's views from its results document
     app.connect("source-read", fill_landing)
     app.connect("include-read", comments_in_language)  # the deploy snippets' comments in the pass's language
     app.connect("env-get-outdated", always_reread_landing)

@@ -21,6 +21,7 @@ import pytest
 
 from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.core.messages import LANGS, language
+from npu_tutorials.inputs import digest
 from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.inputs.gallery_index import gallery_dir, tutorials
 from npu_tutorials.record.results import read_doc
@@ -150,6 +151,6 @@ def test_a_cards_cited_figures_redraw_without_a_rerun(tmp_path):
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(card)
     b.write_text(card.replace('hardware: "Ascend910, one card"', 'hardware: "Ascend910, one card (cited)"'))
-    assert a.read_text() != b.read_text() and rerun.measured_card(a) == rerun.measured_card(b)
+    assert a.read_text() != b.read_text() and digest.measured_card(a) == digest.measured_card(b)
     b.write_text(card.replace("summary: >-", "summary: >-\n  More.", 1).replace("max_tokens: ", "max_tokens: 1", 1))
-    assert rerun.measured_card(a) != rerun.measured_card(b)
+    assert digest.measured_card(a) != digest.measured_card(b)

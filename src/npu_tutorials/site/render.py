@@ -34,15 +34,21 @@ PLACEHOLDER = re.compile(rf'^(?P<indent>[ \t]*)(?P<before>.*?)<div class="{MARK}
 ERROR_MARK = "tut-render-error"
 PACKAGE = Path(__file__).resolve().parents[1]
 # what draws a page from its document: the views, the messages, the tables, the headline figures, this module
-DRAWING = ("views", "core/messages.py", "core/tables.py", "record/headline.py", "site/render.py")
+DRAWING = ("views", "core/messages.py", "core/tables.py", "record/headline.py", "site/render.py",
+           "site/recorded_page.py", "site/banners.py")
 STAMP = "tut-render-{stem}.digest"  # in the pass's doctree folder: the drawing digest a page was last read with
 
 
-def _documents(model: str) -> tuple[Any, Any, list]:
-    """(this build's document, the card, the recorded documents) of ``model``."""
+def _documents(model: str, record: str = "") -> tuple[Any, Any, list]:
+    """(the document to draw, the card, the other recorded documents) of ``model``: this build's document, or
+    for a page this build did not execute the recorded one ``record`` (``<model>/<file>.json`` under
+    ``results/``)."""
     from ..inputs.cards import load_card
-    from ..record.results import read_doc, recorded, results_dir
+    from ..record.results import read_doc, recorded, recorded_dir, results_dir
 
+    if record:
+        doc = read_doc(recorded_dir() / record)
+        return doc, load_card(model), [d for d in recorded(model) if d.provenance.built_at != doc.provenance.built_at]
     path = results_dir() / f"{model}.json"
     if not path.is_file():
         raise TutorialError(f"no results document {path} to draw the page from (the tutorial wrote none)")
@@ -72,10 +78,10 @@ def draw(ref: dict, lang: str, images: Path, prefix: str, cache: dict | None = N
     from ..views import Views
 
     cache = {} if cache is None else cache
-    model = ref["model"]
-    if model not in cache:
-        cache[model] = _documents(model)
-    doc, card, recorded = cache[model]
+    model, record = ref["model"], ref.get("doc", "")
+    if (model, record) not in cache:
+        cache[model, record] = _documents(model, record)
+    doc, card, recorded = cache[model, record]
     with language(lang):
         value = resolve(Views(doc, card, recorded), ref["view"])(*ref.get("args", []), **ref.get("kwargs", {}))
         if hasattr(value, "savefig"):
@@ -119,25 +125,28 @@ def render_views(app, docname: str, source: list[str]) -> None:
                             on_error=lambda why: log.warning(f"{docname}: {why}"))
     stem = docname.rsplit("/", 1)[-1]
     (Path(app.doctreedir) / STAMP.format(stem=stem)).parent.mkdir(parents=True, exist_ok=True)
-    (Path(app.doctreedir) / STAMP.format(stem=stem)).write_text(drawing_digest(stem) + "\n")
+    (Path(app.doctreedir) / STAMP.format(stem=stem)).write_text(drawing_digest(stem, app.srcdir) + "\n")
 
 
-def drawing_digest(stem: str) -> str:
+def drawing_digest(stem: str, srcdir: str | Path | None = None) -> str:
     """Hash of what a page's drawing reads besides its executed page: its results document and recorded
-    documents, its card, the drawing code (:data:`DRAWING`) and the message catalogs."""
+    documents, its card, the drawing code (:data:`DRAWING`) and the message catalogs, and (``srcdir``: the
+    pages' source folder) why this build did not execute it (its ``.skipped`` note, which a page drawn from a
+    record says)."""
     from ..inputs import cards
     from ..inputs.gallery_index import tutorials
-    from ..record.results import results_dir
+    from ..record.results import recorded_dir, results_dir
 
     key = tutorials().get(stem, stem)
-    root = PACKAGE.parents[1]
     files: list[Path] = []
     for part in DRAWING:
         p = PACKAGE / part
         files += sorted(f for f in p.rglob("*.py")) if p.is_dir() else [p]
     files += sorted(LOCALE_DIR.rglob("*.po"))
     files += [cards.CARDS_DIR / f"{key}.yaml", results_dir() / f"{key}.json"]
-    files += sorted((root / "results" / key).glob("*.json"))
+    files += sorted((recorded_dir() / key).glob("*.json"))
+    if srcdir is not None:
+        files.append(Path(srcdir) / "tutorials" / "models" / f"{stem}.skipped")
     h = hashlib.sha256()
     for f in files:
         h.update(str(f).encode() + b"\0" + (f.read_bytes() if f.is_file() else b"-"))
@@ -155,6 +164,6 @@ def rerender_outdated(app, env, added, changed, removed) -> list[str]:
         if docname not in env.found_docs or docname in added or docname in changed:
             continue
         stamp = Path(app.doctreedir) / STAMP.format(stem=stem)
-        if not stamp.is_file() or stamp.read_text().strip() != drawing_digest(stem):
+        if not stamp.is_file() or stamp.read_text().strip() != drawing_digest(stem, app.srcdir):
             out.append(docname)
     return out

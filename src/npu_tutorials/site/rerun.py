@@ -20,8 +20,6 @@ PACKAGE = Path(__file__).resolve().parents[1]
 DRAWS_ONLY = ("views", "checks", "core/messages.py", "core/tables.py", "site/render.py", "site/banners.py",
               "site/landing.py", "site/pages.py", "site/i18n.py", "site/deploy_page.py", "site/generated.py",
               "site/runner_page.py")
-# the card's sections that only a page shows (the report's cited figures, the summary): a change re-renders
-DRAWN_CARD_SECTIONS = ("reported", "summary")
 
 
 def measuring_files(package: Path = PACKAGE) -> list[Path]:
@@ -32,16 +30,6 @@ def measuring_files(package: Path = PACKAGE) -> list[Path]:
                   and "cards" not in p.relative_to(package).parts and "data" not in p.relative_to(package).parts
                   and not any(p == s or s in p.parents for s in skip))
 
-
-def measured_card(path: Path) -> bytes:
-    """A card's sections that shape what its tutorial measures (all but :data:`DRAWN_CARD_SECTIONS`), as bytes."""
-    import json
-
-    import yaml
-
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return json.dumps({k: v for k, v in data.items() if k not in DRAWN_CARD_SECTIONS}, sort_keys=True,
-                      default=str).encode()
 
 
 def inputs_digest(key: str, weights: str | None = None, package: Path = PACKAGE) -> str:
@@ -56,7 +44,7 @@ def inputs_digest(key: str, weights: str | None = None, package: Path = PACKAGE)
     import importlib.metadata as md
     import os
 
-    from ..inputs import cards
+    from ..inputs import cards, digest
     from ..inputs.weights import local_path_var, weights_identity
 
     card = load_card(key)
@@ -68,7 +56,7 @@ def inputs_digest(key: str, weights: str | None = None, package: Path = PACKAGE)
     for p in files:
         where = p.relative_to(package.parents[1]) if package in p.parents else p.relative_to(root)
         h.update(str(where).encode() + b"\0" + p.read_bytes())
-    h.update(b"card\0" + measured_card(cards.CARDS_DIR / f"{key}.yaml"))
+    h.update(b"card\0" + digest.measured_card(cards.CARDS_DIR / f"{key}.yaml"))
     own_path = local_path_var(card)
     settings = {k: v for k, v in os.environ.items() if k.startswith("TUTORIAL_") and k not in IGNORED_VARIABLES
                 and (not k.startswith("TUTORIAL_MODEL_PATH_") or k == own_path)}

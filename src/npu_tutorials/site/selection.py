@@ -61,14 +61,18 @@ def split(costs: dict[str, float], n: int) -> list[list[str]]:
     return [sorted(s) for s in shards]
 
 
-def fits(card: Card, hw: Hardware) -> str:
-    """'' when the tutorial fits this build's hardware, else why not (one line)."""
+def fits(card: Card, hw: Hardware, named: bool = False, stem: str = "") -> str:
+    """'' when the tutorial fits this build's hardware, else why not (one line).  ``named``: the build names
+    the tutorial (``TUTORIAL_ONLY``), which a card that a default CPU build leaves out asks for."""
     r = card.requires
     if hw.backend == "cpu":
         if not r.cpu:
             return "it cannot run on a CPU build (its card says cpu: false)"
         if hw.memory_gib is not None and hw.memory_gib < r.cpu_memory_gib:
             return f"it needs {r.cpu_memory_gib:g} GiB of RAM on a CPU build; this machine has {hw.memory_gib:g} GiB"
+        if not r.cpu_by_default and not named:
+            return ("its card leaves it to accelerators and to a CPU build that names it "
+                    f"(make html TUTORIAL_ONLY={stem or card.key})")
         return ""
     if hw.devices < r.devices:
         return f"it needs {r.devices} {hw.backend} devices; this build sees {hw.devices}"
@@ -109,7 +113,7 @@ def select(hw: Hardware, only: str = "", shard: str | None = None, costs: dict[s
         elif mine is not None and stem not in mine:
             skipped[stem] = f"it belongs to another shard than this build's ({shard})"
         else:
-            why = fits(load_card(key), hw)
+            why = fits(load_card(key), hw, named=bool(only), stem=stem)
             if why:
                 skipped[stem] = why
             else:

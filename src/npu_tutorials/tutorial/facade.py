@@ -30,6 +30,7 @@ from ..core.errors import TutorialError
 from ..core.progress import Progress
 from ..engine.scheduler import VISIBLE, lease_devices
 from ..inputs.cards import load_card
+from ..inputs.digest import card_digest
 from ..inputs.weights import weights_mode
 from ..record.results import artifacts_dir, git_commit, now_utc, scrub
 from ..record.schema import Conditions, Device, Machine, Provenance, ResultsDoc
@@ -106,7 +107,8 @@ def new_state(key: str) -> TutorialState:
     machine = machine_of(env, threads)
     doc = ResultsDoc(model=key, provenance=Provenance(
         built_at=now_utc(), git_commit=git_commit(), backend=backend, device=machine.device_label,
-        machine=machine, profile=profile_name, engine_dtype=e.dtype, status="running"))
+        machine=machine, profile=profile_name, engine_dtype=e.dtype, card_digest=card_digest(key),
+        status="running"))
     s = TutorialState(card=card, backend=backend, env=env, progress=progress, profile_name=profile_name,
                       dtype=e.dtype, dtype_note=e.why, eager_required=e.eager_required,
                       accuracy_dtype=accuracy_dtype(card.serve.dtype, backend, e.dtype), threads=threads,

@@ -21,10 +21,14 @@ from ..core.errors import TutorialError
 MARK = "tut-view"  # the class of the placeholder an executed page holds until it is rendered
 
 
-def placeholder(model: str, view: str, args: list, kwargs: dict) -> str:
-    """The HTML an executed page holds for one view (what :mod:`npu_tutorials.site.render` replaces)."""
-    ref = json.dumps({"model": model, "view": view, "args": args, "kwargs": kwargs}, sort_keys=True,
-                     ensure_ascii=True)
+def placeholder(model: str, view: str, args: list, kwargs: dict, doc: str = "") -> str:
+    """The HTML an executed page holds for one view (what :mod:`npu_tutorials.site.render` replaces).  ``doc``:
+    a recorded document to draw it from (``<model>/<file>.json`` under ``results/``), for a page this build
+    did not execute (:mod:`npu_tutorials.site.recorded_page`); by default this build's document."""
+    fields = {"model": model, "view": view, "args": args, "kwargs": kwargs}
+    if doc:
+        fields["doc"] = doc
+    ref = json.dumps(fields, sort_keys=True, ensure_ascii=True)
     return f'<div class="{MARK}" data-tut-view="{html.escape(ref, quote=True)}"></div>'
 
 
