@@ -62,12 +62,15 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 @in_lang
 def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[str, ResultsDoc | None],
-                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str | None = None) -> str:
+                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str | None = None,
+                   drawn: dict[str, str] | None = None) -> str:
     """Markdown table in ``lang``: a row per model, a column for this build and one per recorded machine.
 
     ``pages``: model key -> docname of its page; ``this_build``: model key -> this build's document
-    (or None: not run); ``recorded``: model key -> recorded documents.
+    (or None: not run); ``recorded``: model key -> recorded documents; ``drawn``: model key -> ``built_at`` of
+    the recorded run its page is drawn from (a page this build did not execute), whose cell links the page.
     """
+    drawn = drawn or {}
     machines: dict[str, str] = {}  # record stem (machine kind and CPU generation) -> label
     for docs in recorded.values():
         for d in docs:
@@ -87,8 +90,9 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
             if s not in by_slug or d.provenance.built_at > by_slug[s].provenance.built_at:
                 by_slug[s] = d
         for slug in sorted(machines):
-            row.append(_cell(by_slug.get(slug), "", cur, now, lang) if slug in by_slug
-                       else _("not recorded"))
+            d = by_slug.get(slug)
+            link = pages.get(card.key, "") if d is not None and drawn.get(card.key) == d.provenance.built_at else ""
+            row.append(_cell(d, link, cur, now, lang) if d is not None else _("not recorded"))
         rows.append(row)
     return _md_table(header, rows)
 
