@@ -116,7 +116,7 @@ class Provenance(StrictModel):
     profile: Literal["full", "quick"]
     engine_dtype: str
     card_digest: str | None = Field(None, description="what the model card made this run measure "
-                                                      "(inputs.cards.card_digest); a page this build did not "
+                                                      "(inputs.digest.card_digest); a page this build did not "
                                                       "execute is drawn only from a record with the current one")
     wall_time_s: float = 0.0
     status: Literal["running", "complete", "failed"] = Field(
