@@ -15,6 +15,7 @@ from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
 from npu_tutorials.site.i18n import comments_in_language, static_text, translation_pass  # noqa: E402
 from npu_tutorials.site.render import render_views, rerender_outdated  # noqa: E402
+from npu_tutorials.site.api import publish_api  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -118,3 +119,4 @@ def setup(app):
     app.connect("include-read", comments_in_language)  # the deploy snippets' comments in the pass's language
     app.connect("env-get-outdated", always_reread_landing)
     app.connect("env-get-outdated", rerender_outdated)  # a view, message or document changed: draw again
+    app.connect("build-finished", publish_api)  # api/models.json, the documents, the bundles, llms.txt

@@ -11,7 +11,7 @@ spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "
 check_site = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check_site)
 
-GOOD = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 4
+GOOD = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 4
         + '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
 
 
@@ -19,6 +19,8 @@ def _site(tmp_path, html, doc=None):
     page = tmp_path / "html" / "tutorials" / "models" / "qwen2_5_0_5b.html"
     page.parent.mkdir(parents=True)
     page.write_text(html)
+    (tmp_path / "html" / "api" / "bundles").mkdir(parents=True)
+    (tmp_path / "html" / "api" / "bundles" / "qwen2_5_0_5b.zip").write_bytes(b"PK")
     (tmp_path / "results").mkdir()
     if doc is not False:
         write_doc(doc or make_doc(), tmp_path / "results" / "qwen2.5-0.5b.json")

@@ -186,6 +186,8 @@ def test_a_page_drawn_from_a_record_that_no_longer_fits_fails_the_check(tmp_path
         "now (make record one on a machine that fits it)"]
     doc = _record_of(tmp_path)
     write_doc(doc, tmp_path / "rec" / "qwen3-1.7b" / "npu-x.json")
-    page.write_text(page.read_text() + '<img class="sphx-glr-single-img"> '
+    page.write_text(page.read_text() + '<img class="sphx-glr-single-img"> <div class="tut-freshness"></div>'
                     + f"{doc.provenance.built_at} {doc.provenance.git_commit}")
+    (tmp_path / "html" / "api" / "bundles").mkdir(parents=True)
+    (tmp_path / "html" / "api" / "bundles" / "qwen3_1_7b.zip").write_bytes(b"PK")
     assert check_page(tmp_path, "qwen3_1_7b", "qwen3-1.7b", strict=True) == []

@@ -137,9 +137,12 @@ def test_force_forgets_the_selected_tutorials_only(tmp_path, monkeypatch):
 
 
 def _page(build: Path, stem: str, html: str) -> None:
+    """A built page (with its bundle, which every shown page links)."""
     p = build / "html" / "tutorials" / "models" / f"{stem}.html"
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(html)
+    (build / "html" / "api" / "bundles").mkdir(parents=True, exist_ok=True)
+    (build / "html" / "api" / "bundles" / f"{Path(stem).name}.zip").write_bytes(b"PK")
 
 
 def test_make_html_fails_on_a_failed_page_and_names_it(tmp_path):
@@ -168,7 +171,7 @@ def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
     from npu_tutorials.record.results import write_doc
 
     build = tmp_path / "b"
-    good = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
+    good = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
             '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
     _page(build, "qwen2_5_0_5b", good)
     write_doc(make_doc(built_at="2026-11-28T09:00:00+00:00"), build / "results" / "qwen2.5-0.5b.json")
@@ -330,7 +333,7 @@ def test_the_end_of_make_html_judges_only_the_selected_tutorials(tmp_path):
 
     build = tmp_path / "b"
     doc = make_doc()
-    good = ('<div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
+    good = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
             f'<img class="sphx-glr-single-img"> {doc.provenance.built_at} {doc.provenance.git_commit}')
     _page(build, "qwen2_5_0_5b", good)
     write_doc(doc, build / "results" / "qwen2.5-0.5b.json")

@@ -7,6 +7,7 @@ checkout, on a gallery of two fast stand-in tutorials (``TUTORIAL_GALLERY_DIR``)
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -193,9 +194,14 @@ def test_both_languages_of_a_tutorial_page_render_in_chromium(fast, tmp_path):
     figure = views["/zh_CN/tutorials/models/fast_a.html"].images[0]["src"]
     (broken / "zh_CN" / "tutorials" / "models" / figure).resolve().write_bytes(b"not a png")
     (broken / "tutorials" / "models" / "fast_b.html").unlink()
+    wide = broken / "tutorials" / "models" / "fast_a.html"  # a table wider than the column, with no box to scroll in
+    article = re.search(r"<article[^>]*>", wide.read_text())[0]
+    wide.write_text(wide.read_text().replace(article, article + '<table style="width:3000px"><tr><td>a</td></tr>'
+                                             "<tr><td>b</td></tr></table>", 1))
     problems = [p for v in probe(broken, pages) for p in v.problems()]
     assert any(p.startswith("/zh_CN/tutorials/models/fast_a.html: figure") for p in problems), problems
     assert "/tutorials/models/fast_b.html: HTTP 404" in problems
+    assert any(p.startswith("/tutorials/models/fast_a.html: table 1 overflows the content column") for p in problems)
     assert ("/zh_CN/tutorials/models/fast_b.html: the language switch ../../../tutorials/models/fast_b.html -> "
             "/tutorials/models/fast_b.html answers 404") in problems, problems
 

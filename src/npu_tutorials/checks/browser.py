@@ -3,7 +3,8 @@
 :func:`probe` serves a built site on loopback and opens each page in Chromium, inside a probe page of the
 same origin that reads what the browser made of it (nothing is injected into the page itself):
 
-* every table of the article is laid out (it has rows and a width on the screen);
+* every table of the article is laid out (it has rows and a width on the screen), and fits the content column
+  at 1280 px, or scrolls inside a box that does;
 * every figure of the article decodes as an image (``HTMLImageElement.decode``, after asking a lazy image
   to load: a page scrolled by nobody would leave it unloaded);
 * the language switch resolves: its ``href``, as the browser resolves it, answers 200 on the same server.
@@ -52,7 +53,18 @@ async function look(path) {
   await loaded;
   const doc = frame.contentDocument;
   const main = doc.querySelector("article") || doc.body;
-  const tables = [...main.querySelectorAll("table")].map(t => ({rows: t.rows.length, width: t.offsetWidth}));
+  // a table fits the content column where it, or the box it scrolls in (overflow-x auto or scroll), ends
+  // inside the article's right edge
+  const right = main.getBoundingClientRect().right;
+  const scroller = t => {
+    for (let el = t.parentElement; el && el !== main; el = el.parentElement) {
+      const o = frame.contentWindow.getComputedStyle(el).overflowX;
+      if (o === "auto" || o === "scroll") return el;
+    }
+    return t;
+  };
+  const tables = [...main.querySelectorAll("table")].map(t => ({rows: t.rows.length, width: t.offsetWidth,
+    fits: scroller(t).getBoundingClientRect().right <= right + 1}));
   const images = [];
   for (const img of main.querySelectorAll("img")) {
     img.loading = "eager";
@@ -116,6 +128,8 @@ class PageView:
             return [f"{self.path}: the probe failed: {self.error}"]
         out = [f"{self.path}: table {i + 1} is not laid out ({t['rows']} rows, {t['width']} px wide)"
                for i, t in enumerate(self.tables or []) if t["rows"] < 2 or t["width"] <= 0]
+        out += [f"{self.path}: table {i + 1} overflows the content column ({t['width']} px wide, no box to scroll "
+                "in) at 1280 px" for i, t in enumerate(self.tables or []) if not t.get("fits", True)]
         out += [f"{self.path}: figure {img['src']} does not render ({img['why'] or 'no pixels'})"
                 for img in self.images or [] if not img["ok"]]
         if not self.switches:

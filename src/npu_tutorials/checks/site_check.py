@@ -21,6 +21,7 @@ from ..record.results import page_record, read_doc, recorded_dir
 
 NOT_EXECUTED_MARK = "tut-not-executed"
 RECORD_MARK = "tut-from-record"  # site.recorded_page.RECORD_MARK (checks may not import the site layer)
+FRESH_MARK = "tut-freshness"  # site.freshness.FRESH_MARK
 
 
 def failure_line(html: str) -> str:
@@ -90,6 +91,10 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
                         "that read the page did not draw it from the results document)")
     for why in re.findall(r'<p class="tut-render-error">(.*?)</p>', html, re.S)[:3]:
         problems.append(f"{stem}: {html_lib.unescape(why)}")
+    if FRESH_MARK not in html:
+        problems.append(f"{stem}: no 'where these numbers come from' block under the title")
+    if not (build / "html" / "api" / "bundles" / f"{stem}.zip").is_file():
+        problems.append(f"{stem}: no bundle at html/api/bundles/{stem}.zip (the page links it)")
     if html.count('class="tut-table"') < 3:
         problems.append(f"{stem}: fewer than 3 result tables on the page")
     if "sphx-glr-single-img" not in html and "sphx-glr-multi-img" not in html:

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..core.messages import N_, _, in_lang
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
+from .freshness import freshness_block
 
 
 NOT_EXECUTED_BANNER = """
@@ -120,7 +121,7 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     if "sphx-glr-script-out" not in text and "tut-table" not in text and "output_result" not in text:
         skipped = Path(app.srcdir) / f"{docname}.skipped" if app is not None else None
         why = skipped.read_text().strip() if skipped is not None and skipped.is_file() else ""
-        source[0] = unexecuted_page(text, stem, why, lang)
+        source[0] = unexecuted_page(text, stem, why, lang, depth=_depth(docname, lang))
         return
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
@@ -131,14 +132,19 @@ def add_banners(app, docname: str, source: list[str]) -> None:
     if path is None or not path.is_file():
         return
     try:
-        banner = build_banner(read_doc(path), lang)
+        doc = read_doc(path)
     except TutorialError:
         return  # the end-of-build check reports an unreadable document
-    if banner:
-        source[0] = _insert_after_title(text, banner)
+    source[0] = _insert_after_title(text, freshness_block(doc, stem, _depth(docname, lang), lang=lang)
+                                    + build_banner(doc, lang))
 
 
-def unexecuted_page(text: str, stem: str, why: str, lang: str) -> str:
+def _depth(docname: str, lang: str) -> int:
+    """How many folders a page is below the site's root (the Chinese pages: one more, under ``zh_CN/``)."""
+    return docname.count("/") + (lang != "en")
+
+
+def unexecuted_page(text: str, stem: str, why: str, lang: str, depth: int = 2) -> str:
     """A page this build did not execute: drawn from the recorded run that fits it, under a banner that says so
     (:mod:`npu_tutorials.site.recorded_page`), or, where none fits, its code under the not-executed warning,
     with what is recorded of it."""
@@ -155,7 +161,8 @@ def unexecuted_page(text: str, stem: str, why: str, lang: str) -> str:
     if found is None:
         return _insert_after_title(text, not_executed_banner(stem, why, lang) + recorded_rst(stem, lang))
     record, doc = found
-    banner = record_banner(doc, record, why, stem, lang) + build_banner(doc, lang)
+    banner = (freshness_block(doc, stem, depth, recorded=record, lang=lang) + record_banner(doc, record, why, stem, lang)
+              + build_banner(doc, lang))
     return _insert_after_title(draw_from_record(text, key, record), banner)
 
 

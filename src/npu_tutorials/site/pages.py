@@ -4,6 +4,7 @@ costs of each step, the methods figures), filled in when Sphinx reads those page
 from __future__ import annotations
 
 from .banners import build_banner
+from .overview import FIGURE_MARK, GRID_MARK, overview
 from .i18n import page_lang
 from ..core.messages import _, current, in_lang
 from ..inputs.cards import load_card
@@ -153,6 +154,11 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
                      .replace("<!-- floors -->", floors_markdown())
                      .replace("<!-- repeatability -->", repeatability_markdown())
                      .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
+    if GRID_MARK in source[0] or FIGURE_MARK in source[0]:
+        from pathlib import Path
+
+        grid, figure = overview(page_lang(app), Path(app.outdir) / "_images")
+        source[0] = source[0].replace(GRID_MARK, grid).replace(FIGURE_MARK, figure)
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
         return
     banner, support, coverage = landing_markdown(lang=page_lang(app))

@@ -35,7 +35,7 @@ ERROR_MARK = "tut-render-error"
 PACKAGE = Path(__file__).resolve().parents[1]
 # what draws a page from its document: the views, the messages, the tables, the headline figures, this module
 DRAWING = ("views", "core/messages.py", "core/tables.py", "record/headline.py", "site/render.py",
-           "site/recorded_page.py", "site/banners.py")
+           "site/recorded_page.py", "site/banners.py", "site/freshness.py")
 STAMP = "tut-render-{stem}.digest"  # in the pass's doctree folder: the drawing digest a page was last read with
 
 

@@ -205,3 +205,66 @@ def tuning(section, title: str):
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+@with_fonts
+def thumbnail(bench=None, sweep=None):
+    """A small picture for the landing page's card: a benchmark's per-request TPOT distribution, or, without
+    one, a concurrency sweep's throughput against concurrency."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(3.2, 1.6))
+    if bench is not None:
+        tpot = np.asarray(bench.tpot_ms, dtype=float)
+        if tpot.size:
+            ax.hist(tpot, bins=min(20, max(5, tpot.size // 2)), color="#3a6ea5")
+            ax.axvline(np.median(tpot), color="k", ls="--", lw=1)
+        ax.set_xlabel(_("TPOT per request (ms)"), fontsize=8)
+        ax.set_yticks([])
+    else:
+        ax.plot([p.concurrency for p in sweep], [p.output_throughput.median for p in sweep], "o-", color="#3a6ea5",
+                ms=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(_("concurrency"), fontsize=8)
+        ax.set_ylabel(_("tokens/s"), fontsize=8)
+    ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+@with_fonts
+def models_compared(rows, title: str):
+    """Throughput and median TPOT of every model on every hardware: ``rows`` of (model, hardware, throughput
+    Stat or None, TPOT Stat or None); bars at the medians, whiskers over the interquartile range."""
+    plt = _plt()
+    models = list(dict.fromkeys(r[0] for r in rows))
+    hardware = list(dict.fromkeys(r[1] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.6 + 0.55 * max(1, len(models)) * max(1, len(hardware)) ** 0.5))
+    height = 0.8 / max(1, len(hardware))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, i, label in ((axes[0], 2, _("output throughput (tokens/s)")), (axes[1], 3, _("median TPOT (ms)"))):
+        for j, hw in enumerate(hardware):
+            ys, meds, lo, hi = [], [], [], []
+            for r in rows:
+                if r[1] == hw and r[i] is not None:
+                    s = r[i]
+                    ys.append(models.index(r[0]) + (j - (len(hardware) - 1) / 2) * height)
+                    meds.append(s.median)
+                    lo.append(s.median - s.q1)
+                    hi.append(s.q3 - s.median)
+            if ys:
+                ax.barh(ys, meds, height=height * 0.9, xerr=[lo, hi], color=colors[j % len(colors)], label=hw,
+                        error_kw={"lw": 0.8, "capsize": 2})
+        ax.set_yticks(range(len(models)), models if ax is axes[0] else [""] * len(models))
+        ax.invert_yaxis()
+        ax.set_xlabel(label, fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if not handles:
+        handles, labels = axes[1].get_legend_handles_labels()
+    below = 0.25 * len(labels) + 0.2  # inches for the legend, one line per hardware, under the bars
+    fig.set_figheight(fig.get_figheight() + below)
+    fig.legend(handles, labels, loc="lower center", fontsize=7, ncol=1, frameon=False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, below / fig.get_figheight(), 1, 1))
+    return fig

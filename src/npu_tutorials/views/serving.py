@@ -200,6 +200,12 @@ class ServingViews(BaseViews):
                                            profile=self.prov.profile, device=self.prov.device),
                      note=sentences(notes))
 
+    def thumbnail(self):
+        """A small picture of the benchmark for the landing page's card (the per-request TPOT distribution)."""
+        if self.r.benchmark is None and self.r.concurrency_sweep:
+            return plots.thumbnail(sweep=self.r.concurrency_sweep)  # a page measured by sweeps alone
+        return plots.thumbnail(self.need("benchmark"))
+
     def bench_plot(self):
         """Per-request TTFT and TPOT of the benchmark, as distributions."""
         b = self.need("benchmark")
