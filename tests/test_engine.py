@@ -203,3 +203,15 @@ def test_forward_consistency_every_position(raw_results, tiny_spec):
     assert all(p["err_spread"] > 0 and p["max_abs_err"] > 0 for p in rep.per_position)
 
 
+
+
+def test_the_servers_memory_is_sampled_and_its_kv_cache_read_from_its_log(server):
+    """Issue 41: the real engine's processes, sampled from outside while it serves (issue 41's memory section),
+    and the KV cache its own log reports."""
+    from npu_tutorials.engine.memory import group_pids, kv_cache_from_log
+
+    server.sampler.sample()
+    peak = server.memory_peak()
+    assert len(group_pids(server.proc.pid)) >= 1 and peak.samples >= 1 and peak.host_mib > 100  # vLLM imported
+    tokens, gib = kv_cache_from_log(server.log_path.read_text(errors="replace"))
+    assert tokens and tokens > 0 and gib and gib > 0

@@ -30,8 +30,14 @@ class DtypeServer:
     envs: list[dict] = []
     answered: list[str] = []
 
-    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream):
+    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu"):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 1.0
+        self.log_path, self.backend, self.sampler = log_path, backend, None  # no process: no memory sampled
+
+    def memory_peak(self):
+        from npu_tutorials.engine.memory import MemoryPeak
+
+        return MemoryPeak()
 
     def start(self):
         DtypeServer.started.append(self.argv[self.argv.index("--dtype") + 1])

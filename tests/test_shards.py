@@ -283,3 +283,24 @@ def test_a_build_executes_what_fits_its_hardware():
     big = card.model_copy(update={"requires": card.requires.model_copy(update={"devices": 2, "cpu": False})})
     assert fits(big, Hardware("npu", 1, 64.0, 64.0)) == "it needs 2 npu devices; this build sees 1"
     assert "cannot run on a CPU build" in fits(big, Hardware("cpu", 0, None, 64.0))
+
+
+def test_a_pages_bundle_reruns_it_with_its_own_command(fast, tmp_path):
+    """Issue 41's "re-run exactly this": the bundle the built site offers for a page holds one command; run in a
+    fresh clone (its ``git checkout``, then its ``make html``), it executes that page again, and only it."""
+    import zipfile
+
+    z = zipfile.ZipFile(fast["single"] / "_build" / "html" / "api" / "bundles" / "fast_a.zip")
+    readme = z.read("fast_a/README.md").decode()
+    command = re.search(r"```bash\n(.+)\n```", readme)[1]
+    checkout, make = command.split(" && ")
+    assert checkout.startswith("git checkout ") and make == "make html TUTORIAL_ONLY=fast_a"
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(fast["base"]), str(clone)], check=True, capture_output=True)
+    subprocess.run(checkout.split(), cwd=clone, check=True, capture_output=True)  # the commit it names exists
+    runs = fast["tmp"] / "executions.txt"
+    before = runs.read_text().split()
+    r = _make(clone, *make.split()[1:], env=fast["env"])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert runs.read_text().split() == before + ["qwen2.5-0.5b"]  # fast_a ran once more, fast_b not
+    assert (clone / "_build" / "results" / "qwen2.5-0.5b.json").is_file()

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from ..core.errors import TutorialError
+from .memory import MemoryPeak, MemorySampler
 from .processes import group_alive, private_rpc_dir, stop_with_parent, tail
 
 # How long a server may take to answer: a first graph-mode start on an NPU captures ACL graphs and compiles
@@ -97,9 +98,12 @@ class VLLMServer:
     def __init__(self, argv: list[str], *, host: str, port: int, env: dict[str, str] | None = None,
                  log_path: str | Path | None = None, startup_timeout: float = ENGINE_READY_TIMEOUT_S,
                  on_wait: Callable[[float, str], None] | None = None, every: float = 30.0,
-                 stream: TextIO | None = None):
+                 stream: TextIO | None = None, backend: str = "cpu"):
         """``on_wait(seconds, last_log_line)`` is called every ``every`` seconds while the server starts;
-        ``stream``: copy the server's log there as it grows (``TUTORIAL_VERBOSE=1``)."""
+        ``stream``: copy the server's log there as it grows (``TUTORIAL_VERBOSE=1``); ``backend``: whose device
+        memory its sampler reads (:class:`~npu_tutorials.engine.memory.MemorySampler`)."""
+        self.backend = backend
+        self.sampler: MemorySampler | None = None
         self.on_wait, self.every, self.stream = on_wait, every, stream
         self._tee: threading.Thread | None = None
         self.argv = list(argv)
@@ -140,6 +144,7 @@ class VLLMServer:
             self.stop()
             raise
         _LIVE.add(self)
+        self.sampler = MemorySampler(self.proc.pid, self.backend).start()  # its process group: pgid = pid
         if self.stream is not None:
             self._tee = threading.Thread(target=self._follow, daemon=True)
             self._tee.start()
@@ -290,8 +295,14 @@ class VLLMServer:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def memory_peak(self) -> MemoryPeak:
+        """The peaks its sampler has seen so far (all zero before it started)."""
+        return self.sampler.peak if self.sampler is not None else MemoryPeak()
+
     def stop(self, timeout: float = 30.0) -> None:
         """Terminate the server's whole process group; escalate to SIGKILL after ``timeout``."""
+        if self.sampler is not None:
+            self.sampler.stop()
         proc, self.proc = self.proc, None
         _LIVE.discard(self)
         try:

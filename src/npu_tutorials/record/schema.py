@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field
 
 from ..core.model import StrictModel
 from .schema_base import Message, Stat
-from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Tuning, TuningRow
+from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Memory, Tuning, TuningRow
 
 SCHEMA_VERSION = 2
 
@@ -375,6 +375,8 @@ class Results(StrictModel):
     server_warnings: list[str] | None = None
     e2e_config: str | None = None
     costs: list[StepCost] = []
+    memory: Memory | None = Field(None, description="what the served engine held while the benchmark (or the sweep) "
+                                                    "ran")
     from_records: dict[RecordedSection, FromRecord] = Field(
         {}, description="sections (tuning, transformers_baseline) this build's profile leaves to the full one, "
                         "shown from a recorded build of the same backend, dtype and weights kind")

@@ -88,3 +88,17 @@ class Tuning(StrictModel):
     bandwidth_bound_ms: float | None = Field(None, description="bytes a decode step reads / measured bandwidth")
     limit: str = ""
     command: str = Field("", description="the copy-paste command of the best configuration")
+
+
+class Memory(StrictModel):
+    """The memory the served engine held while it was measured (engine.memory: sampled from outside it)."""
+
+    host_peak_rss_mib: float | None = Field(None, description="peak resident memory of the server's whole process "
+                                                              "group (API server, engine core, workers)")
+    device_peak_mib: float | None = Field(None, description="peak device memory of its processes, as "
+                                                            "device_source lists it (None on a CPU, or unread)")
+    device_source: str = Field("", description="the command that listed it: npu-smi info, nvidia-smi ...")
+    kv_cache_tokens: int | None = Field(None, description="the KV cache's size in tokens, as vLLM logged it")
+    kv_cache_gib: float | None = Field(None, description="the memory vLLM gave the KV cache, as it logged it")
+    samples: int = Field(0, description="host samples taken (one every half second)")
+    device_samples: int = 0

@@ -80,6 +80,8 @@ class PerformanceSteps:
             r.speedup = r.output_throughput.median / one
             r.efficiency = r.speedup / r.concurrency
         self.s.results.concurrency_sweep = rows
+        if self.s.results.memory is None:  # a page measured by sweeps alone: the memory held meanwhile
+            self.serving.record_memory(self.serving.need_server())
         return rows
 
     def efficiency(self) -> Efficiency:

@@ -18,7 +18,7 @@ from ..engine.commands import format_command, server_argv
 from ..core.errors import TutorialError
 from ..engine.isolated import run_group
 from ..record.results import scrub
-from ..record.schema import Benchmark, BenchConditions, Functional, OfflineExample, Server
+from ..record.schema import Benchmark, BenchConditions, Functional, Memory, OfflineExample, Server
 from ..record.schema_base import Message
 from ..engine.processes import tail
 from ..engine.server import HOST, VLLMServer
@@ -152,7 +152,7 @@ class ServingSteps:
             argv, host=HOST, port=port, env={**self.s.run_env, **(env or {})},
             log_path=self.s.artifacts / f"server-{dtype}{label}.log",
             on_wait=lambda secs, line: self.s.progress.say(f"  waiting for the server ({secs:.0f} s): {line}"),
-            stream=self.s.progress.out if verbose else None)
+            stream=self.s.progress.out if verbose else None, backend=self.s.backend)
         with self.s.step(step), meanwhile:
             self.s.server.start()
         return self.s.server
@@ -230,5 +230,22 @@ class ServingSteps:
                         itl_ms=[1000 * t for x in runs for req in x.data.get("itls", []) for t in req],
                         repeats=len(runs), output_throughput=Stat.of([x.data["output_throughput"] for x in runs]))
         self.s.results.benchmark = out
+        self.record_memory(srv)
         self.s.publish(runs[0].json_path, f"{self.s.card.key}-bench.json")
+        return out
+
+    def record_memory(self, srv: VLLMServer) -> Memory:
+        """What the served engine has held up to now: the peaks its sampler saw (one more sample taken here,
+        the device's too) and the KV cache its log reports (:mod:`npu_tutorials.engine.memory`)."""
+        from ..engine.memory import kv_cache_from_log
+
+        if srv.sampler is not None:
+            srv.sampler.sample(device=True)
+        peak = srv.memory_peak()
+        tokens, gib = kv_cache_from_log(srv.log_path.read_text(errors="replace") if srv.log_path.is_file() else "")
+        out = Memory(host_peak_rss_mib=round(peak.host_mib, 1) if peak.samples else None,
+                     device_peak_mib=round(peak.device_mib, 1) if peak.device_mib is not None else None,
+                     device_source=peak.device_source, kv_cache_tokens=tokens, kv_cache_gib=gib,
+                     samples=peak.samples, device_samples=peak.device_samples)
+        self.s.results.memory = out
         return out

