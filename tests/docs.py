@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from npu_tutorials.record.schema import (Benchmark, BenchConditions, Check, ConcurrencyPoint, Conditions, Device,
-                                         LogitsAgreement, Histogram, Machine, Provenance, ResultsDoc, Server, Stat,
-                                         WeightsInfo)
+                                         LogitsAgreement, Histogram, Machine, Memory, Provenance, ResultsDoc, Server,
+                                         Stat, WeightsInfo)
 
 
 def machine(backend="cpu", device="AMD EPYC", bf16=True, vllm="0.32.0", **kw) -> Machine:
@@ -40,6 +40,7 @@ def make_doc(model="qwen2.5-0.5b", *, built_at="2026-11-29T10:00:00+00:00", comm
         checks=[Check(metric="normalized MSE", measured="0.02 %", threshold="< 1.0 %", passed=passed)],
         passed=passed, engine_dtype=dtype, error_histogram=Histogram(edges=[-1.0, 0.0, 1.0], counts=[3, 4]),
         scatter_reference=[0.0, 1.0], scatter_engine=[0.0, 1.0])
+    r.memory = Memory(host_peak_rss_mib=3584.0, kv_cache_tokens=18674, kv_cache_gib=2.0, samples=40)
     return doc
 
 

@@ -48,8 +48,9 @@ def test_the_host_reader_sums_the_servers_process_group(tmp_path):
 
 
 def test_the_npu_reader_takes_its_processes_from_npu_smis_process_table():
-    text = (FAKES / "npu_smi" / "info_a2_910b3_serving.txt").read_text()
-    assert memory.npu_process_mib(text, [4101, 4177]) == 3072 + 26880
+    text = (FAKES / "npu_smi" / "info_910b4_serving.txt").read_text()  # a real capture while vLLM served
+    assert memory.npu_process_mib(text, [19334, 19341, 19000]) == 2 * 58472  # both cards' workers
+    assert memory.npu_process_mib(text, [19334]) == 58472
     assert memory.npu_process_mib(text, [1234]) is None  # none of its processes listed (another PID namespace)
     idle = (FAKES / "npu_smi" / "info_a2_910b3.txt").read_text()  # "No running processes found in NPU n"
     assert memory.npu_process_mib(idle, [4101]) is None
@@ -68,15 +69,15 @@ def test_a_device_reader_runs_the_devices_tool_and_names_it(monkeypatch):
 
     def run(argv, **kw):
         seen.append(argv)
-        out = (FAKES / "npu_smi" / "info_a2_910b3_serving.txt").read_text() if "npu-smi" in argv[0] else "4101, 77\n"
+        out = (FAKES / "npu_smi" / "info_910b4_serving.txt").read_text() if "npu-smi" in argv[0] else "4101, 77\n"
         return subprocess.CompletedProcess(argv, 0, out, "")
 
-    assert memory.read_device_mib("npu", [4177], run) == (26880.0, "npu-smi info")
+    assert memory.read_device_mib("npu", [19341], run) == (58472.0, "npu-smi info")
     assert memory.read_device_mib("cuda", [4101], run) == (77.0, "nvidia-smi " + " ".join(memory.NVIDIA_APPS))
     assert seen[1][1:] == memory.NVIDIA_APPS
     assert memory.read_device_mib("cpu", [4101], run) == (None, "")
     monkeypatch.setattr(memory.shutil, "which", lambda exe: None)
-    assert memory.read_device_mib("npu", [4177], run) == (None, "")
+    assert memory.read_device_mib("npu", [19341], run) == (None, "")
 
 
 def test_the_kv_cache_is_read_from_the_servers_log():
@@ -108,6 +109,7 @@ def test_the_sampler_keeps_the_peak_of_a_real_process_group():
 
 def test_the_page_shows_the_memory_beside_the_benchmark():
     doc = make_doc(model="qwen3-0.6b")
+    doc.results.memory = None
     view = Views(doc, load_card("qwen3-0.6b")).serving
     assert "resident memory" not in view.bench_table()._repr_html_()  # a document from before: nothing claimed
     doc.results.memory = Memory(host_peak_rss_mib=3584.0, kv_cache_tokens=18674, kv_cache_gib=2.0, samples=40)
@@ -119,3 +121,23 @@ def test_the_page_shows_the_memory_beside_the_benchmark():
     npu.results.memory = Memory(host_peak_rss_mib=5000.0, device_peak_mib=29952.0, device_source="npu-smi info",
                                 samples=3, device_samples=1)
     assert "device memory held, peak (npu-smi info)" in Views(npu, load_card("qwen3-0.6b")).serving.bench_table()._repr_html_()
+
+
+def test_the_sampler_reads_the_npu_through_npu_smi_on_the_path(tmp_path, monkeypatch):
+    """The NPU contract end to end: a fake ``npu-smi`` on PATH prints the real capture with the worker's pid
+    replaced by the sampled process's own; the sampler finds it in the process table and names its source."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True,
+                         preexec_fn=kill_with_parent)
+    try:
+        capture = (FAKES / "npu_smi" / "info_910b4_serving.txt").read_text().replace("19334        ", f"{p.pid:<13}")
+        (tmp_path / "capture.txt").write_text(capture)
+        fake = tmp_path / "npu-smi"
+        fake.write_text(f"#!/bin/sh\n[ \"$1\" = info ] && cat {tmp_path / 'capture.txt'}\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+        s = memory.MemorySampler(p.pid, "npu")
+        s.sample(device=True)
+        assert (s.peak.device_mib, s.peak.device_source, s.peak.device_samples) == (58472.0, "npu-smi info", 1)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()

@@ -188,6 +188,11 @@ def test_both_languages_of_a_tutorial_page_render_in_chromium(fast, tmp_path):
         if "tutorials/" in page:  # the fast tutorial shows a table (the benchmark) and a figure (its plot)
             assert len(v.tables) >= 2 and all(t["width"] > 0 for t in v.tables), (page, v.tables)
             assert len(v.images) >= 1 and all(i["ok"] and i["width"] > 100 for i in v.images), (page, v.images)
+            # issue 41: the page opens with where its numbers come from; its bundle link answers on the site
+            assert v.fresh == 1 and [a["status"] for a in v.fresh_links if not a["external"]] == [200], v.fresh_links
+            assert all(t["fits"] for t in v.tables), (page, v.tables)
+        else:  # the landing page: a card per model and the comparison figure, drawn
+            assert v.cards == 2 and any("models_compared" in i["src"] and i["ok"] for i in v.images), v.images
 
     broken = tmp_path / "broken"
     shutil.copytree(html, broken)

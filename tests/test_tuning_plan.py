@@ -107,8 +107,14 @@ class FakeServer:
     started: list = []
     refuse = ""  # a setting this fake engine refuses to start with
 
-    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream):
+    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu"):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 42.0
+        self.log_path, self.backend, self.sampler = log_path, backend, None  # VLLMServer's; no process to sample
+
+    def memory_peak(self):
+        from npu_tutorials.engine.memory import MemoryPeak
+
+        return MemoryPeak()
 
     def start(self):
         FakeServer.started.append(self)

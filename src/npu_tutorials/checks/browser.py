@@ -79,7 +79,19 @@ async function look(path) {
     switches.push({href: a.getAttribute("href"), resolved: new URL(a.href).pathname, status,
                    text: a.textContent.trim()});
   }
-  const report = {path, status: 200, lang: doc.documentElement.lang, title: doc.title, tables, images, switches};
+  // the block every tutorial page opens with (where its numbers come from): its links on this site must answer
+  const fresh = doc.querySelectorAll(".tut-freshness").length;
+  const fresh_links = [];
+  for (const a of doc.querySelectorAll(".tut-freshness a")) {
+    const url = new URL(a.href);
+    if (url.origin !== location.origin) { fresh_links.push({href: a.getAttribute("href"), status: 0, external: true}); continue; }
+    let status = 0;
+    try { status = (await fetch(a.href, {method: "GET", cache: "no-store"})).status; } catch (e) { status = -1; }
+    fresh_links.push({href: a.getAttribute("href"), status, external: false});
+  }
+  const cards = doc.querySelectorAll(".tut-card").length;
+  const report = {path, status: 200, lang: doc.documentElement.lang, title: doc.title, tables, images, switches,
+                  fresh, fresh_links, cards};
   frame.remove();
   return report;
 }
@@ -118,6 +130,9 @@ class PageView:
     tables: list[dict] | None = None
     images: list[dict] | None = None
     switches: list[dict] | None = None
+    fresh: int = 0  # blocks "where these numbers come from" (one on every tutorial page)
+    fresh_links: list[dict] | None = None  # their links, each site-local one fetched
+    cards: int = 0  # the landing page's cards, one per model
     error: str = ""
 
     def problems(self) -> list[str]:
@@ -134,6 +149,8 @@ class PageView:
                 for img in self.images or [] if not img["ok"]]
         if not self.switches:
             out.append(f"{self.path}: no language switch")
+        out += [f"{self.path}: the link {a['href']} of 'where these numbers come from' answers {a['status']}"
+                for a in self.fresh_links or [] if not a["external"] and a["status"] != 200]
         out += [f"{self.path}: the language switch {s['href']} -> {s['resolved']} answers {s['status']}"
                 for s in self.switches or [] if s["status"] != 200]
         return out

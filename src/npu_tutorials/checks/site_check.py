@@ -120,6 +120,8 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
         problems.append(f"{stem}: results JSON has no server section")
     if doc.results.benchmark is None and not doc.results.concurrency_sweep:
         problems.append(f"{stem}: results JSON has no performance measurement")
+    elif doc.results.memory is None:
+        problems.append(f"{stem}: results JSON has no memory section (what the server held while it was measured)")
     return problems
 
 

@@ -19,6 +19,33 @@ def shown(value) -> str:
     return value.shown() if isinstance(value, Message) else str(value)
 
 
+def memory_rows(m, backend: str) -> list[list[str]]:
+    """The memory the served engine held while it was measured (a document's ``results.memory``, ``m``), as rows
+    of label, value and unit; none for a document that predates the measurement."""
+    if m is None:
+        return []
+    rows = []
+    if m.host_peak_rss_mib is not None:
+        rows.append([_("server peak resident memory, host (its processes, {n} samples)", n=m.samples),
+                     f"{m.host_peak_rss_mib / 1024:.2f}", "GiB"])
+    if m.device_peak_mib is not None:
+        rows.append([_("device memory held, peak ({source})", source=m.device_source),
+                     f"{m.device_peak_mib / 1024:.2f}", "GiB"])
+    elif backend != "cpu":
+        rows.append([_("device memory held"), _("not read: the device's tool listed none of its processes"), ""])
+    if m.kv_cache_tokens is not None:
+        size = f"{m.kv_cache_tokens:,}" + (f" ({m.kv_cache_gib:g} GiB)" if m.kv_cache_gib else "")
+        rows.append([_("KV cache, as vLLM reports it"), size, _("tokens")])
+    return rows
+
+
+def memory_note(m, backend: str) -> str:
+    """The memory rows in one sentence (for a table whose columns are not metrics), or ''."""
+    rows = memory_rows(m, backend)
+    return _("Memory while it was measured: {rows}.", rows="; ".join(f"{r[0]} {r[1]} {r[2]}".strip()
+                                                                     for r in rows)) if rows else ""
+
+
 class BaseViews:
     """Views of one results document and its model card (nothing else)."""
 
@@ -99,32 +126,6 @@ class BaseViews:
         """The engine a comparison section ran on: backend and dtype."""
         return _("{backend} engine, {dtype}", backend=self.backend,
                  dtype=getattr(section, 'engine_dtype', '') or self.dtype)
-
-    def memory_rows(self) -> list[list[str]]:
-        """The memory the served engine held while it was measured (``results.memory``), as rows of label,
-        value and unit; none for a document that predates the measurement."""
-        m = self.r.memory
-        if m is None:
-            return []
-        rows = []
-        if m.host_peak_rss_mib is not None:
-            rows.append([_("server peak resident memory, host (its processes, {n} samples)", n=m.samples),
-                         f"{m.host_peak_rss_mib / 1024:.2f}", "GiB"])
-        if m.device_peak_mib is not None:
-            rows.append([_("device memory held, peak ({source})", source=m.device_source),
-                         f"{m.device_peak_mib / 1024:.2f}", "GiB"])
-        elif self.backend != "cpu":
-            rows.append([_("device memory held"), _("not read: the device's tool listed none of its processes"), ""])
-        if m.kv_cache_tokens is not None:
-            size = f"{m.kv_cache_tokens:,}" + (f" ({m.kv_cache_gib:g} GiB)" if m.kv_cache_gib else "")
-            rows.append([_("KV cache, as vLLM reports it"), size, _("tokens")])
-        return rows
-
-    def memory_note(self) -> str:
-        """The memory rows in one sentence (for a table whose columns are not metrics), or ''."""
-        rows = self.memory_rows()
-        return _("Memory while it was measured: {rows}.", rows="; ".join(f"{r[0]} {r[1]} {r[2]}".strip()
-                                                                         for r in rows)) if rows else ""
 
     @property
     def stand_in_caveat(self) -> str:

@@ -6,7 +6,7 @@ from . import plots
 from ..core.errors import TutorialError
 from ..core.messages import _, sentences
 from ..core.tables import Pre, Table
-from .base import BaseViews, shown
+from .base import BaseViews, memory_note, shown
 
 GB = 1e9
 
@@ -42,8 +42,8 @@ class PerformanceViews(BaseViews):
             note += (" " + _("Reported ({hardware}): {speedup}x at 16, {efficiency} % efficiency.",
                              hardware=self.card.reported.hardware, speedup=rep["speedup_16"],
                              efficiency=rep["efficiency_16_pct"]) + " " + self.cite + self.method_note("scaling"))
-        if self.memory_note():
-            note += " " + self.memory_note()
+        if memory_note(self.r.memory, self.backend):
+            note += " " + memory_note(self.r.memory, self.backend)
         return Table([_("concurrency"), _("output tok/s"), _("speedup vs 1"), _("efficiency"), _("TPOT (ms)"),
                       _("TTFT (ms)")],
                      [[r.concurrency, r.output_throughput.text(2), f"{r.speedup:.2f}x", f"{100 * r.efficiency:.1f} %",

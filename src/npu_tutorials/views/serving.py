@@ -8,7 +8,7 @@ from ..record.headline import headline_figures
 from ..core.messages import _, sentences
 from ..core.tables import Pre, Table, fmt
 from ..inputs.weights import kind_label, shown_label
-from .base import BaseViews, shown
+from .base import BaseViews, memory_rows, shown
 
 
 
@@ -185,7 +185,7 @@ class ServingViews(BaseViews):
                             + ([reported.get(key)] if reported else []))
             elif key in b.summary:
                 rows.append([_(label), b.summary[key], unit] + ([reported.get(key)] if reported else []))
-        rows += [r + (["–"] if reported else []) for r in self.memory_rows()]
+        rows += [r + (["–"] if reported else []) for r in memory_rows(self.r.memory, self.backend)]
         c = b.conditions
         notes = [_("{requests} requests, {input_len} in / {output_len} out, request rate {rate}, {runs} runs of vllm "
                    "bench serve (each with prompts of its own). Throughput, median TTFT and median TPOT are the "
