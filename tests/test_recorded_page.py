@@ -22,6 +22,7 @@ from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.inputs.digest import card_digest
 from npu_tutorials.inputs.gallery_index import gallery_dir, tutorials
 from npu_tutorials.record.results import ROOT, page_record, read_doc, write_doc
+from npu_tutorials.record.schema import Memory
 from npu_tutorials.site import banners, recorded_page
 from npu_tutorials.site.selection import Hardware, select
 
@@ -125,6 +126,7 @@ def _record_of(tmp_path, **prov) -> Path:
     doc = read_doc(ROOT / "results" / RECORD).model_copy(deep=True)
     doc.model = "qwen3-1.7b"
     doc.provenance.card_digest = card_digest("qwen3-1.7b")
+    doc.results.memory = Memory(host_peak_rss_mib=9000.0, kv_cache_tokens=18674, samples=10)
     for k, v in prov.items():
         setattr(doc.provenance, k, v)
     return doc
