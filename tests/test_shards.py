@@ -309,3 +309,44 @@ def test_a_pages_bundle_reruns_it_with_its_own_command(fast, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert runs.read_text().split() == before + ["qwen2.5-0.5b"]  # fast_a ran once more, fast_b not
     assert (clone / "_build" / "results" / "qwen2.5-0.5b.json").is_file()
+
+
+@pytest.mark.engine
+@pytest.mark.slow  # two builds of a page that serves the tiny stand-in with the real engine (minutes)
+def test_a_bundle_reruns_its_page_on_the_tiny_stand_in(tmp_path):
+    """Issue 41's "re-run exactly this" on the real engine: a site whose one page is the contributing guide's
+    template (vLLM serving the tiny stand-in) offers a bundle; in a fresh clone, the bundle's own command (its
+    ``git checkout``, then its ``make html``) runs that page again, and the new document is complete and of the
+    commit the bundle names."""
+    import zipfile
+
+    from conftest import require_vllm
+
+    require_vllm()
+    from npu_tutorials.inputs.cards import load_card
+    from npu_tutorials.inputs.standin import ensure_standin, tiny_config
+    from npu_tutorials.inputs.weights import local_path_var
+    from npu_tutorials.record.results import read_doc
+
+    card = load_card("qwen2.5-0.5b")
+    tiny = ensure_standin(card, config=tiny_config(card.config), label="tiny")
+    gallery = tmp_path / "gallery"
+    gallery.mkdir()
+    (gallery / "README.rst").write_text("Model tutorials\n===============\n")
+    shutil.copy(ROOT / "docs" / "source" / "tutorial_template.py", gallery / "tiny_page.py")
+    env = {**_env(gallery, tmp_path), local_path_var(card): str(tiny.path), "TUTORIAL_WEIGHTS": "auto",
+           "TUTORIAL_CACHE": str(ROOT / ".cache")}
+    site = _copy_checkout(tmp_path / "site", tmp_path / "base")
+    r = _make(site, "html", env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    z = zipfile.ZipFile(site / "_build" / "html" / "api" / "bundles" / "tiny_page.zip")
+    command = re.search(r"```bash\n(.+)\n```", z.read("tiny_page/README.md").decode())[1]
+    checkout, make = command.split(" && ")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "base"), str(clone)], check=True, capture_output=True)
+    subprocess.run(checkout.split(), cwd=clone, check=True, capture_output=True)
+    r = _make(clone, *make.split()[1:], env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    doc = read_doc(clone / "_build" / "results" / "qwen2.5-0.5b.json")
+    assert doc.provenance.status == "complete" and doc.results.benchmark is not None
+    assert doc.provenance.git_commit == checkout.split()[-1] and doc.results.memory is not None
