@@ -21,7 +21,8 @@ SHELL := /bin/bash
 RUN = source $(VENV)/tutorial-env.sh &&
 # `import torch` in the build's own processes must not load torch_npu (torch's device-backend autoload
 # would, and initialise CANN there); the processes that use the NPU import it themselves (vllm-ascend's
-# worker and platform, npu_tutorials.engine.isolated's preload).
+# worker and platform, npu_tutorials.engine.isolated's preload). The vLLM servers the build starts do not
+# inherit it (engine.server.BUILD_ONLY_ENV): they run as vllm-ascend's own CI runs them.
 export TORCH_DEVICE_BACKEND_AUTOLOAD := 0
 BUILDDIR ?= _build
 SPHINXOPTS ?=

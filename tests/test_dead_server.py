@@ -3,6 +3,7 @@
 The real engine killed during a benchmark is in test_negative_controls.py.
 """
 
+import os
 import sys
 
 import pytest
@@ -89,3 +90,34 @@ def test_a_clean_exit_says_something_outside_stopped_it(tmp_path):
             srv.check_alive("the benchmark")
     finally:
         srv.stop()
+
+
+ENV_PRINTER = '''import json, os, sys, time
+open(sys.argv[1], "w").write(json.dumps(dict(os.environ)))
+time.sleep(60)
+'''
+
+
+def test_the_builds_own_autoload_switch_does_not_reach_the_server(tmp_path, monkeypatch):
+    """Issue 39, item 8: make exports TORCH_DEVICE_BACKEND_AUTOLOAD=0 for the build's own processes; a server (and
+    the workers it starts, which inherit its environment) runs as vllm-ascend's CI runs it, without it, unless the
+    caller sets it for that server."""
+    import json
+    import time
+
+    monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")  # as make exports it
+    (tmp_path / "env.py").write_text(ENV_PRINTER)
+    for own, expected in (({}, None), ({"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}, "1")):
+        out = tmp_path / f"env-{expected}.json"
+        srv = VLLMServer([sys.executable, str(tmp_path / "env.py"), str(out)], host="127.0.0.1", port=free_port(),
+                         env=own, log_path=tmp_path / "env.log")
+        srv.spawn()
+        try:
+            deadline = time.monotonic() + 30
+            while not out.is_file() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            seen = json.loads(out.read_text())
+        finally:
+            srv.stop()
+        assert seen.get("TORCH_DEVICE_BACKEND_AUTOLOAD") == expected
+        assert seen.get("PATH") == os.environ["PATH"]  # the rest of the build's environment still reaches it

@@ -92,6 +92,12 @@ def _install_hooks() -> None:
     _hooks_installed = True
 
 
+# What the build sets for its own processes and a server must not inherit: make exports
+# TORCH_DEVICE_BACKEND_AUTOLOAD=0 so that `import torch` in the build never loads torch_npu (and CANN) there; a
+# server runs as upstream runs it (vllm-ascend's e2e and nightly jobs leave torch's autoload on)
+BUILD_ONLY_ENV = ("TORCH_DEVICE_BACKEND_AUTOLOAD",)
+
+
 class VLLMServer:
     """A running server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
@@ -132,7 +138,8 @@ class VLLMServer:
         check_port_free(self.host, self.port)
         _install_hooks()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.env}
+        env = {k: v for k, v in os.environ.items() if k not in BUILD_ONLY_ENV or k in self.env}
+        env.update(self.env)
         self._rpc_dir = private_rpc_dir(env)
         self._t0 = time.monotonic()
         try:
