@@ -703,9 +703,31 @@ def test_ci_container_sees_the_cache_and_cann_and_can_read_its_commit():
         steps = job["steps"]
         assert steps[0]["uses"].startswith("actions/checkout@")
         assert steps[1]["run"] == 'git config --global --add safe.directory "$GITHUB_WORKSPACE"'
-    volumes = wf["jobs"]["shard"]["container"]["volumes"]
-    assert volumes == [f"{commands.HOST_CACHE}:{commands.CI_CONTAINER_HOME}/.cache"]
+    for name in ("shard", "assemble"):  # issue 39 item 3: assemble's gate may measure again on the NPU
+        volumes = wf["jobs"][name]["container"]["volumes"]
+        assert volumes == [f"{commands.HOST_CACHE}:{commands.CI_CONTAINER_HOME}/.cache"], name
     assert f"-v {commands.HOST_CACHE}:/root/.cache" in " ".join(commands.docker_run_argv())  # docker run keeps HOME=/root
+
+
+def test_ci_keeps_cann_s_logs_and_leaves_no_root_owned_files():
+    """Issue 39 item 7: CANN writes its plogs under $HOME/ascend/log unless ASCEND_PROCESS_LOG_PATH says where (its
+    slog reads that variable); in a job container HOME is ephemeral, so every job points it into _build/results
+    before anything runs on the NPU and uploads it if: always(); the job runs as root in the container, so its last
+    step, always, hands the workspace back to the owner of the workspace folder."""
+    wf = _workflow()
+    for name in ("shard", "assemble"):
+        steps = wf["jobs"][name]["steps"]
+        runs = [s.get("run", "") for s in steps]
+        plog = next(i for i, r in enumerate(runs) if "ASCEND_PROCESS_LOG_PATH=" in r)
+        assert 'echo "ASCEND_PROCESS_LOG_PATH=$GITHUB_WORKSPACE/_build/results/plog" >> "$GITHUB_ENV"' in runs[plog]
+        first_make = next(i for i, r in enumerate(runs) if r.startswith("make ") or "bootstrap_env.sh" in r)
+        assert plog < first_make, name
+        uploads = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@")
+                   and s.get("if") == "always()"]
+        assert any(s["with"]["path"] in ("_build/results", "_build/results/plog") for s in uploads), name
+        last = steps[-1]
+        assert last.get("if") == "always()" and last["run"] == \
+            'chown -R "$(stat -c %u:%g "$GITHUB_WORKSPACE")" "$GITHUB_WORKSPACE"', name
 
 
 def _actionlint() -> list[str]:
