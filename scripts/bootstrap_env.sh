@@ -21,7 +21,8 @@
 #
 # Controls: PYTHON (interpreter; 3.11 or 3.12: sphinx 9 needs 3.11+), VENV (default .venv), TUTORIAL_BACKEND
 # (auto|npu|cuda|cpu), TUTORIAL_ASCEND_ROOT (where CANN is installed, default /usr/local/Ascend),
-# TUTORIAL_DEV_DIR (where device nodes live, default /dev).
+# TUTORIAL_DEV_DIR (where device nodes live, default /dev), TUTORIAL_IMAGE_PIP_CONF (the image's pip config,
+# default /root/.config/pip/pip.conf); pip's own PIP_INDEX_URL / PIP_CONFIG_FILE win over it.
 set -euo pipefail
 
 plan=0
@@ -147,6 +148,20 @@ else
   reason=$([ "$want" = cpu ] && echo "TUTORIAL_BACKEND=cpu" || echo "no NPU or GPU found")
 fi
 
+# pip's index: vllm-ascend's image sets its mirror in root's user config (its Dockerfile writes
+# /root/.config/pip/pip.conf), which pip reads only with HOME=/root; a CI container job runs with
+# HOME=/github/home. On an Ascend host the image's file is used unless the caller chose an index or a
+# config (PIP_INDEX_URL, PIP_CONFIG_FILE, or a pip.conf in its own HOME).
+IMAGE_PIP_CONF=${TUTORIAL_IMAGE_PIP_CONF:-/root/.config/pip/pip.conf}
+pip_source="pip's defaults"
+if [ -n "${PIP_INDEX_URL:-}" ]; then pip_source="PIP_INDEX_URL ($PIP_INDEX_URL)"
+elif [ -n "${PIP_CONFIG_FILE:-}" ]; then pip_source="PIP_CONFIG_FILE ($PIP_CONFIG_FILE)"
+elif [ -f "${HOME:-/nonexistent}/.config/pip/pip.conf" ]; then pip_source="$HOME/.config/pip/pip.conf"
+elif [ "$kind" = npu ] && [ -r "$IMAGE_PIP_CONF" ]; then
+  export PIP_CONFIG_FILE=$IMAGE_PIP_CONF
+  pip_source="the image's $IMAGE_PIP_CONF (HOME is $HOME)"
+fi
+
 case "$kind" in
   npu)  venv_flags="--system-site-packages"; requirements="requirements/docs.txt" ;;
   cuda) venv_flags=""; requirements="requirements/cuda.txt requirements/docs.txt" ;;
@@ -173,10 +188,11 @@ print(", ".join(f"{k} {v(*d)}" for k, d in (("torch_npu", ("torch-npu", "torch_n
   fi
   echo "venv: $VENV ${venv_flags:-(isolated)}"
   echo "install: $requirements"
+  echo "pip: $pip_source"
   exit 0
 fi
 
-echo "bootstrap: creating $VENV for the $kind backend ($reason) with $("$PYTHON" --version)"
+echo "bootstrap: creating $VENV for the $kind backend ($reason) with $("$PYTHON" --version); pip index from $pip_source"
 rm -rf "$VENV"
 # shellcheck disable=SC2086
 "$PYTHON" -m venv $venv_flags "$VENV"

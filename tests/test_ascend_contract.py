@@ -426,6 +426,27 @@ def test_bootstrap_accepts_the_pythons_of_the_images(tmp_path, version):
     assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
 
 
+def test_bootstrap_uses_the_images_pip_mirror_when_home_is_not_root(tmp_path):
+    """Issue 39 item 1: vllm-ascend's image writes its pip mirror to /root/.config/pip/pip.conf; a CI container job
+    runs with HOME=/github/home, where pip would not read it.  On an Ascend host the bootstrap points pip at the
+    image's file, unless the caller chose an index or a config; on a CPU host it leaves pip alone."""
+    conf = tmp_path / "image-pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example.invalid/simple\n")
+    env = _host_env(tmp_path, TUTORIAL_IMAGE_PIP_CONF=conf)
+    assert _plan(env)["pip"] == f"the image's {conf} (HOME is {tmp_path})"
+    assert _plan({**env, "PIP_INDEX_URL": "https://other.invalid/simple"})["pip"] == \
+        "PIP_INDEX_URL (https://other.invalid/simple)"
+    (tmp_path / "cpu").mkdir()
+    cpu = _host_env(tmp_path / "cpu", npu_smi=False, cann=False, TUTORIAL_IMAGE_PIP_CONF=conf)
+    assert _plan(cpu)["pip"] == "pip's defaults"
+    # and every pip the bootstrap runs reads it (the fake interpreter records the variable)
+    (tmp_path / "b").mkdir()
+    p = _bootstrap(_host_env(tmp_path / "b", PYTHON=FAKES / "bin-python" / "python", TUTORIAL_IMAGE_PIP_CONF=conf))
+    assert p.returncode == 0, p.stderr
+    pips = [c for c in _calls(tmp_path / "b" / "venv") if c.startswith("-m pip install")]
+    assert pips and all(c.endswith(f"PIP_CONFIG_FILE={conf}") for c in pips), pips
+
+
 def _calls(venv: Path) -> list[str]:
     return (venv / "calls.log").read_text().splitlines()
 
@@ -728,6 +749,23 @@ def test_ci_keeps_cann_s_logs_and_leaves_no_root_owned_files():
         last = steps[-1]
         assert last.get("if") == "always()" and last["run"] == \
             'chown -R "$(stat -c %u:%g "$GITHUB_WORKSPACE")" "$GITHUB_WORKSPACE"', name
+
+
+def test_ci_passes_the_mirrors_a_firewalled_runner_needs():
+    """Issue 39 item 1: PIP_INDEX_URL, HF_ENDPOINT (palmyra-mini is only on Hugging Face) and MODELSCOPE_DOMAIN, set
+    as repository or organization variables, reach every later step of both jobs (written to $GITHUB_ENV where
+    set, so an unset one is not an empty index URL), before the bootstrap or make runs."""
+    wf = _workflow()
+    for name in ("shard", "assemble"):
+        steps = wf["jobs"][name]["steps"]
+        i = next(k for k, st in enumerate(steps) if "MIRROR_PIP_INDEX_URL" in st.get("env", {}))
+        assert steps[i]["env"] == {f"MIRROR_{v}": "${{ vars.%s }}" % v
+                                   for v in ("PIP_INDEX_URL", "HF_ENDPOINT", "MODELSCOPE_DOMAIN")}
+        assert 'if [ -n "${!m}" ]; then echo "$v=${!m}" >> "$GITHUB_ENV"' in steps[i]["run"]
+        later = [st.get("run", "") for st in steps[i + 1:]]
+        assert any(r.startswith("make ") or "bootstrap_env.sh" in r for r in later), name
+        assert not any(r.startswith("make ") or "bootstrap_env.sh" in r for r in
+                       [st.get("run", "") for st in steps[:i]]), name
 
 
 def _actionlint() -> list[str]:
