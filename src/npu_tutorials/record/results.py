@@ -211,6 +211,17 @@ def page_record(model: str, directory: Path | None = None) -> tuple[str, Results
     return rel, doc
 
 
+def shown_doc(model: str) -> tuple[str, ResultsDoc] | None:
+    """The document a model's page shows, as (its path under ``results/``, or '' for this build's; the document):
+    this build's, else the recorded one the page is drawn from (:func:`page_record`); None for neither (or a
+    document of this build that does not read: ``make check`` names it)."""
+    try:
+        mine = this_build(model)
+    except TutorialError:
+        return None
+    return ("", mine) if mine is not None else page_record(model)
+
+
 # -- sections a quick build shows from a record --------------------------------------------------
 def _section(doc: ResultsDoc, section: str):
     """The measured value of ``section`` in ``doc`` (None where it has none)."""

@@ -180,7 +180,7 @@ def deploy_script(card, backend: str, steps) -> str:
 
 def write_api(outdir: str | Path, tutorials: dict[str, str]) -> list[Path]:
     """Write ``api/`` and ``llms.txt`` under the site's root ``outdir``; returns what it wrote."""
-    from ..record.results import git_commit, read_doc
+    from ..record.results import git_commit, recorded_dir, results_dir, shown_doc
 
     root = Path(outdir)
     shutil.rmtree(root / "api", ignore_errors=True)
@@ -192,19 +192,9 @@ def write_api(outdir: str | Path, tutorials: dict[str, str]) -> list[Path]:
         written.append(root / path)
     commit = git_commit()
     for stem, key in tutorials.items():
-        shown = next((f for p, f in files if p == f"api/results/{key}/{THIS_BUILD}"), None)
-        if shown is None:
-            from ..record.results import page_record, recorded_dir
-
-            found = page_record(key)
-            shown = recorded_dir() / found[0] if found else None
-        if shown is not None:
-            try:
-                commit_of = read_doc(shown).provenance.git_commit.removesuffix("+dirty")
-            except TutorialError:
-                commit_of = commit
-        else:
-            commit_of = commit
+        found = shown_doc(key)  # the document the page shows: its bundle holds it, and re-runs its commit
+        shown = (results_dir() / f"{key}.json" if not found[0] else recorded_dir() / found[0]) if found else None
+        commit_of = found[1].provenance.git_commit.removesuffix("+dirty") if found else commit
         p = root / bundle_path(stem)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(bundle(stem, key, shown, commit_of))

@@ -111,23 +111,19 @@ def overview(lang: str, images: Path) -> tuple[str, str]:
     """(the card grid, the comparison figure) of the landing page in ``lang``, from the documents."""
     from ..inputs.cards import load_card
     from ..inputs.gallery_index import tutorials
-    from ..record.results import page_record, recorded, this_build
+    from ..record.results import recorded, shown_doc
 
     stems = {key: stem for stem, key in tutorials().items()}
     cards = [load_card(k) for k in stems]
     shown, rec, mine = {}, {}, {}
     for c in cards:
-        try:
-            shown[c.key] = this_build(c.key)
-        except TutorialError:
-            shown[c.key] = None
-        if shown[c.key] is not None:
-            mine[c.key] = shown[c.key].provenance.built_at
         rec[c.key] = recorded(c.key)
-        if shown[c.key] is None:  # the recorded run the page is drawn from, else the newest recorded one
-            found = page_record(c.key)
-            done = [d for d in rec[c.key] if d.provenance.status == "complete"]
-            shown[c.key] = found[1] if found else (done[-1] if done else None)
+        found = shown_doc(c.key)
+        if found is not None and not found[0]:
+            mine[c.key] = found[1].provenance.built_at
+        done = [d for d in rec[c.key] if d.provenance.status == "complete"]
+        # the document the page shows, else (a page with nothing to draw from) the newest recorded run
+        shown[c.key] = found[1] if found else (done[-1] if done else None)
     pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
     return (grid_html(cards, pages, shown, rec, images, lang, this_builds=mine),
             comparison_html(comparison_rows(cards, shown, rec), images, lang))

@@ -27,7 +27,7 @@ def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
     from ..core.errors import TutorialError
     from ..inputs.gallery_index import tutorials
     from .landing import coverage_matrix, support_matrix
-    from ..record.results import page_record, read_doc, recorded, results_dir
+    from ..record.results import read_doc, recorded, results_dir, shown_doc
 
     stems = {key: stem for stem, key in tutorials().items()}
     cards = [load_card(k) for k in stems]
@@ -43,12 +43,11 @@ def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
     rec = {c.key: recorded(c.key, errors=rec_errors) for c in cards}
     notes += [f"- {e}" for e in rec_errors]
     pages = {key: f"tutorials/models/{stem}" for key, stem in stems.items()}
-    drawn = {}
+    drawn = {}  # a page this build did not execute: the recorded run it is drawn from
     for c in cards:
-        if this_build[c.key] is None:
-            found = page_record(c.key)
-            if found is not None:
-                drawn[c.key] = found[1].provenance.built_at
+        found = shown_doc(c.key) if this_build[c.key] is None else None
+        if found is not None:
+            drawn[c.key] = found[1].provenance.built_at
     table = support_matrix(cards, pages, this_build, rec, now, lang, drawn)
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
     if built:

@@ -122,20 +122,15 @@ RECORD_BANNER = """
 
 @in_lang
 def record_banner(doc, record: str, why: str, stem: str, lang: str | None = None) -> str:
-    """The banner of a page drawn from the recorded document ``doc`` (``record``: its path under ``results/``)."""
-    from ..inputs.weights import shown_label
-
+    """The banner of a page drawn from the recorded document ``doc`` (``record``: its path under ``results/``);
+    when, at which commit, with which engine and on which weights it was measured, the block above it says
+    (:func:`npu_tutorials.site.freshness.freshness_block`)."""
     p = doc.provenance
-    versions = ", ".join(f"{name} {p.machine.versions[k]}" for k, name in
-                         (("vllm", "vLLM"), ("vllm_ascend", "vllm-ascend")) if p.machine.versions.get(k))
     body = _("This build executed nothing for this page ({why}). Every table and figure below is drawn from the "
-             "run recorded in ``results/{record}``: measured on {device} ({backend}, {dtype}, {profile} profile), "
-             "started {built_at} UTC, at commit ``{commit}``, with {versions}, on {weights}. Where the page says "
-             "'this build', it means that run. To measure it again, run ``make html TUTORIAL_ONLY={stem}`` on a "
-             "machine that fits it, then ``make record``.",
+             "run recorded in ``results/{record}`` ({device}; {backend}, {dtype}, {profile} profile). Where the "
+             "page says 'this build', it means that run. To measure it again, run ``make html "
+             "TUTORIAL_ONLY={stem}`` on a machine that fits it, then ``make record``.",
              why=why or _("it was not selected"), record=record, device=p.device_and_generation,
-             backend=p.backend, dtype=p.engine_dtype, profile=p.profile,
-             built_at=p.built_at[:16].replace("T", " "), commit=p.git_commit[:12], versions=versions or "–",
-             weights=shown_label(p.weights) if p.weights else _("unknown weights"), stem=stem)
+             backend=p.backend, dtype=p.engine_dtype, profile=p.profile, stem=stem)
     return RECORD_BANNER.format(title=_("Measured elsewhere: drawn from a recorded run"), mark=RECORD_MARK,
                                 body=body)

@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # the parts of the package that only draw a page from its results document (a change re-renders, no re-run)
 DRAWS_ONLY = ("views", "checks", "core/messages.py", "core/tables.py", "site/render.py", "site/banners.py",
               "site/landing.py", "site/pages.py", "site/i18n.py", "site/deploy_page.py", "site/generated.py",
-              "site/runner_page.py", "site/recorded_page.py", "site/freshness.py", "site/api.py")
+              "site/runner_page.py", "site/recorded_page.py", "site/freshness.py", "site/api.py",
+              "site/overview.py")
 
 
 def measuring_files(package: Path = PACKAGE) -> list[Path]:
