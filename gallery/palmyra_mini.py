@@ -59,7 +59,7 @@ show.weights()
 # on a float32 server started for them, and the page says so), not for
 # copying:
 tut.prepare_serving_checkpoint()
-server = tut.start_server(first="accuracy")
+server = tut.start_server()
 show.this_build_ran("server")
 
 # %%

@@ -1,64 +1,18 @@
 #!/usr/bin/env python
 """The bf16 rounding floor of a card's checkpoint: the derivation of its logits limits.
 
-  python scripts/bf16_floor.py smollm2-135m-instruct            # into results/methods/
-  python scripts/bf16_floor.py KEY --out FILE [--texts 2]
-
-Runs the checkpoint this build would use for KEY (real weights where found, else its stand-in) in
-transformers bf16 and fp32 on calibration texts that no check judges (npu_tutorials.measure.floor),
-and writes ``bf16-floor-<key>.json``: every text's mean cosine, mean KL and largest per-position
-normalized MSE, the limits derived from them (``floor.derive``: FACTOR x the floor), the weights and
-the provenance.  The card's forward-consistency and near-tie limits are those derived limits;
-tests/test_floor.py holds them equal.
+Runs :func:`npu_tutorials.cli.bf16_floor.main`, a command of its own where the package is installed
+(``npu-tutorials-bf16-floor``); ``--help`` says how to use it.
 """
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+# this checkout's package, installed or not: the copy-paste commands run it from a plain checkout, and make may
+# run a checkout with another one's venv (VENV=...), whose editable install is that other checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.core.errors import run_cli  # noqa: E402
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", help="card key")
-    ap.add_argument("--out", type=Path, default=None, help="default: results/methods/bf16-floor-<key>.json")
-    ap.add_argument("--texts", type=int, default=None, help="only the first N calibration texts (tests)")
-    a = ap.parse_args()
-
-    from npu_tutorials.engine.backend import describe_environment
-    from npu_tutorials.inputs.convert import as_read
-    from npu_tutorials.inputs.cards import load_card
-    from npu_tutorials.inputs.weights import resolve_weights
-    from npu_tutorials.measure import floor
-    from npu_tutorials.record.results import git_commit, now_utc, scrub, write_record
-
-    card = load_card(a.model)
-    w = resolve_weights(card)
-    texts = floor.TEXTS[:a.texts] if a.texts else floor.TEXTS
-    rows = floor.measure_floor(as_read(card.architecture, w.path), texts)  # QWen: its Qwen2-layout conversion
-    env = describe_environment("cpu")
-    doc = {"schema": 1, "model": card.key,
-           "provenance": {"date": now_utc(), "git_commit": git_commit(), "weights": scrub(str(w.label())),
-                          "weights_kind": w.kind, "versions": {k: env.versions.get(k) for k in ("torch", "transformers")},
-                          "device": "CPU"},
-           "method": "transformers bf16 against transformers fp32, the same checkpoint, every position of each "
-                     "calibration text (npu_tutorials.measure.floor)",
-           "factor": floor.FACTOR, "floor": rows, "derived": floor.derive(rows)}
-    out = a.out or ROOT / "results" / "methods" / f"bf16-floor-{card.key}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_record(doc, out)
-    for r in rows:
-        print(f"{r['positions']:3d} positions: mean cosine {r['mean_cosine']:.6f}, mean KL {r['mean_kl_nats']:.5f}, "
-              f"max nMSE {r['max_nmse_pct']:.3f} %, flips {r['flips']}")
-    print(f"derived (x{floor.FACTOR:g}): {json.dumps(doc['derived'])}")
-    print(f"wrote {out}")
-    return 0
-
+from npu_tutorials.cli.bf16_floor import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

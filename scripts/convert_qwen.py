@@ -1,34 +1,18 @@
 #!/usr/bin/env python
 """Convert a first-generation QWen checkpoint (QWenLMHeadModel) to the Qwen2 layout.
 
-  python scripts/convert_qwen.py SRC DST
-
-SRC is a Qwen-1_8B-Chat-style folder (config.json, qwen.tiktoken, *.safetensors);
-DST must not exist.  The result is served by any vLLM without --trust-remote-code.
+Runs :func:`npu_tutorials.cli.convert_qwen.main`, a command of its own where the package is installed
+(``npu-tutorials-convert-qwen``); ``--help`` says how to use it.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
+# this checkout's package, installed or not: the copy-paste commands run it from a plain checkout, and make may
+# run a checkout with another one's venv (VENV=...), whose editable install is that other checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.core.errors import TutorialError, run_cli  # noqa: E402
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("src", type=Path)
-    ap.add_argument("dst", type=Path)
-    a = ap.parse_args()
-    if a.dst.exists():
-        raise TutorialError(f"{a.dst} already exists; give a new folder")
-    from npu_tutorials.inputs.convert import convert_checkpoint
-
-    out = convert_checkpoint(a.src, a.dst)
-    print(f"converted {a.src} -> {out} (Qwen2ForCausalLM; serve it without --trust-remote-code)")
-    return 0
-
+from npu_tutorials.cli.convert_qwen import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

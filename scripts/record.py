@@ -1,39 +1,18 @@
 #!/usr/bin/env python
 """make record: store this build's complete results documents in results/<model>/<machine>.json.
 
-Refuses (one line, exit 2) a document from a failed or partial run, from
-uncommitted code, or one that fails the regression gate against the record it
-would replace (unless REASON="..." says why; the record keeps the reason).  Commit the files it writes: they are what later builds on
-other machines show under "On other hardware", and the regression baselines.
+Runs :func:`npu_tutorials.cli.record.main`, a command of its own where the package is installed
+(``npu-tutorials-record``); ``--help`` says how to use it.
 """
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+# this checkout's package, installed or not: the copy-paste commands run it from a plain checkout, and make may
+# run a checkout with another one's venv (VENV=...), whose editable install is that other checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.core.errors import run_cli  # noqa: E402
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build-dir", default=str(ROOT / "_build"))
-    ap.add_argument("--into", default=None, help="recorded results folder (default: results/ in the repository)")
-    ap.add_argument("--reason", default=os.environ.get("REASON", ""),
-                    help="why a build that fails the regression gate becomes the baseline (make record REASON=...)")
-    a = ap.parse_args()
-    from npu_tutorials.inputs.gallery_index import tutorials
-    from npu_tutorials.checks.recording import record
-
-    only = os.environ.get("TUTORIAL_ONLY", "")
-    models = list(tutorials(only=only).values()) if only else None
-    for path in record(Path(a.build_dir) / "results", Path(a.into) if a.into else None, models, a.reason):
-        print(f"record: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
-    return 0
-
+from npu_tutorials.cli.record import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

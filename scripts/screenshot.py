@@ -1,50 +1,18 @@
 #!/usr/bin/env python
 """Screenshots of built pages, in both languages, as headless Chromium draws them; then each page opened in the
-browser and checked (tables laid out, figures decoded, the language switch resolving).  make screenshots runs it.
 
-  python scripts/screenshot.py [--site _build/html] [--page tutorials/models/qwen2_5_0_5b.html ...]
-                               [--lang2 zh_CN] [--out _build/screenshots]
-
-Writes <out>/en-<page>.png and <out>/<lang2>-<page>.png (``/`` in the page's path becomes ``-``); exit 1 when the
-browser shows a problem on any of them.
+Runs :func:`npu_tutorials.cli.screenshot.main`, a command of its own where the package is installed
+(``npu-tutorials-screenshot``); ``--help`` says how to use it.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+# this checkout's package, installed or not: the copy-paste commands run it from a plain checkout, and make may
+# run a checkout with another one's venv (VENV=...), whose editable install is that other checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.core.errors import run_cli  # noqa: E402
-
-DEFAULT_PAGE = "tutorials/models/qwen2_5_0_5b.html"
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--site", default=str(ROOT / "_build" / "html"))
-    ap.add_argument("--page", action="append", help=f"a page's path in the site (default {DEFAULT_PAGE})")
-    ap.add_argument("--lang2", default="zh_CN")
-    ap.add_argument("--out", default=str(ROOT / "_build" / "screenshots"))
-    ap.add_argument("--height", type=int, default=2400)
-    a = ap.parse_args()
-    from npu_tutorials.checks.browser import probe, screenshot
-
-    site, out = Path(a.site), Path(a.out)
-    pages = [p for page in a.page or [DEFAULT_PAGE] for p in (page, f"{a.lang2}/{page}")]
-    for page in pages:
-        lang, _, rest = page.partition("/") if page.startswith(f"{a.lang2}/") else ("en", "", page)
-        png = screenshot(site, page, out / f"{lang}-{rest.replace('/', '-').removesuffix('.html')}.png",
-                         height=a.height)
-        print(f"screenshot: {png}")
-    problems = [p for view in probe(site, pages) for p in view.problems()]
-    for p in problems:
-        print(f"browser: {p}", file=sys.stderr)
-    if not problems:
-        print(f"browser: {len(pages)} pages render (tables laid out, figures decoded, language switches resolve)")
-    return 1 if problems else 0
-
+from npu_tutorials.cli.screenshot import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

@@ -1,58 +1,18 @@
 #!/usr/bin/env python
 """Shards across runners.
 
-  python scripts/shard.py pack --shard k/N      after `make html SHARD=k/N`: pack what this shard executed
-  python scripts/shard.py assemble --shards DIR  check and unpack N shard archives (then make builds the site)
-
-Bad input (an incomplete set, shards of different commits, a tutorial twice) is one line each, exit 2.
+Runs :func:`npu_tutorials.cli.shard.main`, a command of its own where the package is installed
+(``npu-tutorials-shard``); ``--help`` says how to use it.
 """
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+# this checkout's package, installed or not: the copy-paste commands run it from a plain checkout, and make may
+# run a checkout with another one's venv (VENV=...), whose editable install is that other checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.core.errors import TutorialError, run_cli  # noqa: E402
-
-from npu_tutorials.inputs.gallery_index import GALLERY_OUT  # noqa: E402
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["pack", "assemble"])
-    ap.add_argument("--shard", default=os.environ.get("TUTORIAL_SHARD"))
-    ap.add_argument("--shards", type=Path, help="folder of shard-k-of-N.tar.gz archives (assemble)")
-    ap.add_argument("--build-dir", type=Path, default=ROOT / "_build")
-    a = ap.parse_args()
-    from npu_tutorials.site import shards
-    from npu_tutorials.record.results import git_commit
-
-    downloads, results = GALLERY_OUT / "data", a.build_dir / "results"
-    if a.action == "pack":
-        from npu_tutorials.engine.backend import detect_backend
-        from npu_tutorials.site.selection import build_hardware, select
-
-        if not a.shard:
-            raise TutorialError("pack needs SHARD=k/N (the shard this build executed)")
-        sel = select(build_hardware(detect_backend()), os.environ.get("TUTORIAL_ONLY", ""), a.shard)
-        out = shards.pack(a.shard, GALLERY_OUT, downloads, results, sel.execute, a.build_dir / "shards")
-        print(f"shard: packed {', '.join(sel.execute) or 'nothing (no tutorial of this shard fits here)'} into {out}")
-        return 0
-    if not a.shards:
-        raise TutorialError("assemble needs SHARDS=<folder of shard-k-of-N.tar.gz archives>")
-    manifests = shards.read_manifests(a.shards)
-    problems = shards.check_set(manifests, git_commit())
-    if problems:
-        for p in problems:
-            print(f"error: {p}", file=sys.stderr)
-        return 2
-    stems = shards.unpack(manifests, GALLERY_OUT, downloads, results)
-    print(f"shard: assembled {len(manifests)} shards: {', '.join(stems)}")
-    return 0
-
+from npu_tutorials.cli.shard import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

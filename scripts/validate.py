@@ -1,42 +1,18 @@
 #!/usr/bin/env python
 """Quick validation: load the model in the vLLM server and answer one request.
 
-  python scripts/validate.py MODEL          (e.g. palmyra-mini)
-
-Uses the same TUTORIAL_* settings as the site (TUTORIAL_BACKEND, TUTORIAL_WEIGHTS,
-TUTORIAL_MODEL_PATH_<MODEL>); exits 0 when the server answered.
+Runs :func:`npu_tutorials.cli.validate.main`, a command of its own where the package is installed
+(``npu-tutorials-validate``); ``--help`` says how to use it.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
+# this checkout's package, installed or not: the copy-paste commands run it from a plain checkout, and make may
+# run a checkout with another one's venv (VENV=...), whose editable install is that other checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from npu_tutorials.core.errors import run_cli  # noqa: E402
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model")
-    a = ap.parse_args()
-    from npu_tutorials.tutorial import Tutorial
-
-    tut = Tutorial(a.model)
-    try:
-        tut.prepare_weights()
-        tut.prepare_serving_checkpoint()
-        srv = tut.start_server()
-        f = tut.card.functional
-        with tut.step("one request"):
-            r = srv.post("/v1/completions", {"model": tut.card.serve.served_model_name, "prompt": f.prompt,
-                                             "max_tokens": 16, "temperature": 0})
-        print(f"backend {tut.state.backend}, {tut.state.weights.label()}")
-        print(f"server ready in {srv.startup_s:.0f} s; {f.prompt!r} -> {r['choices'][0]['text']!r}")
-    finally:
-        tut.stop()  # the server and everything else it started; no results document
-    return 0
-
+from npu_tutorials.cli.validate import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

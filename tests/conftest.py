@@ -53,13 +53,14 @@ ENGINE_HOST = "127.0.0.1"
 
 def tiny_server(card, path, tmp: Path, extra=(), **kw):
     """A VLLMServer (not started) for ``path`` on the CPU, as the tests run it."""
-    from npu_tutorials.engine.commands import build_env, server_argv
+    from npu_tutorials.engine.platform import platform_for
     from npu_tutorials.engine.server import VLLMServer, free_port
 
+    cpu = platform_for("cpu")
     port = kw.pop("port", None) or free_port()
-    argv = server_argv(card, path, "cpu", host=ENGINE_HOST, port=port, extra=list(extra))
-    return VLLMServer(argv, host=ENGINE_HOST, port=port, env=build_env(card, "cpu", eager_only=True, in_process=True),
-                      log_path=tmp / "server.log",
+    spec = cpu.server_spec(card, cpu.plan(card, "quick"), "accuracy", model=path, host=ENGINE_HOST, port=port,
+                           extra=tuple(extra), in_process=True)
+    return VLLMServer(list(spec.argv), host=ENGINE_HOST, port=port, env=spec.environ, log_path=tmp / "server.log",
                       **kw)
 
 

@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 
 from npu_tutorials.engine import backend, bandwidth, commands, devices
+from npu_tutorials.engine import platform
+from npu_tutorials.engine.platform import platform_for
 from npu_tutorials.site.deploy_page import deploy_rst
 from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.core.errors import TutorialError
@@ -150,7 +152,7 @@ def test_environment_report_on_an_a3_runner(ascend, monkeypatch):
     env = backend.describe_environment("npu")
     assert env.driver == "25.2.1" and env.soc_version == 250
     assert [d.name for d in env.devices] == ["Ascend910_9391"] * 16  # torch_npu's name, not npu-smi's "Ascend910"
-    assert backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version) == ("bfloat16", False, "")
+    assert platform_for("npu").engine_dtype("bfloat16", env.device_name, env.soc_version) == ("bfloat16", False, "")
 
 
 def test_npu_stack_without_set_env_stops_the_build_in_one_line(ascend, monkeypatch):
@@ -171,7 +173,7 @@ def test_dtype_follows_the_detected_device(ascend, monkeypatch, profile, expecte
     monkeypatch.setenv("FAKE_NPU_PROFILE", profile)
     card = load_card("qwen2.5-0.5b")
     env = backend.describe_environment("npu")
-    dtype, eager, why = backend.engine_dtype(card.serve.dtype, "npu", env.device_name, env.soc_version)
+    dtype, eager, why = platform_for("npu").engine_dtype(card.serve.dtype, env.device_name, env.soc_version)
     assert (dtype, eager) == expected and (why == "") == (profile != "310p")
     assert "eager" not in why  # vllm-ascend v0.23.0 runs 310P in ACL-graph mode (model_runner_310p.py)
 
@@ -180,7 +182,7 @@ def test_first_generation_910_is_refused(ascend, monkeypatch):
     monkeypatch.setenv("FAKE_NPU_PROFILE", "910a")
     env = backend.describe_environment("npu")
     with pytest.raises(TutorialError, match=r"Ascend910A \(SoC 102\) is a first-generation Ascend 910"):
-        backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version)
+        platform_for("npu").engine_dtype("bfloat16", env.device_name, env.soc_version)
 
 
 # -- commands: the build's environment and the copy-paste one (defects 6, 3) --------------------
@@ -189,14 +191,14 @@ def test_first_generation_910_is_refused(ascend, monkeypatch):
 def test_the_build_inherits_the_runners_devices(monkeypatch, kind, var):
     card = load_card("qwen2.5-0.5b")
     monkeypatch.setenv(var, "3")
-    env = commands.build_env(card, kind)
+    env = platform_for(kind).build_env(card)
     assert env.get(var) == "3"
     assert {**os.environ, **env}[var] == "3"  # what the server process gets
-    assert f"{var}=3" in commands.format_command(["python", "-m", commands.SERVER_MODULE], env)
+    assert f"{var}=3" in commands.format_command(["python", "-m", platform.SERVER_MODULE], env)
     monkeypatch.delenv(var)
-    assert var not in commands.build_env(card, kind)  # unset stays unset: every device the runner gives
+    assert var not in platform_for(kind).build_env(card)  # unset stays unset: every device the runner gives
     # the copy-paste commands name the reader's first device
-    assert commands.serve_env(card, kind)[var] == "0"
+    assert platform_for(kind).serve_env(card)[var] == "0"
 
 
 def test_the_cpu_pages_keep_the_bound_executor_and_compile_only_where_tuning_runs_graphs():
@@ -205,32 +207,30 @@ def test_the_cpu_pages_keep_the_bound_executor_and_compile_only_where_tuning_run
     only the multiprocess executor binds the worker's OpenMP threads to cores: a page's server never gets the
     variable, only an engine that measures no speed (``in_process``: the tests', the negative controls').
     TORCH_COMPILE_DISABLE (torch/_dynamo/config.py) would turn graph mode off too: only all-eager pages."""
-    from types import SimpleNamespace
-
-    from npu_tutorials.tutorial.state import TutorialState
-
     card = load_card("qwen2.5-0.5b")
-    page = commands.build_env(card, "cpu", eager_only=True)
+    page = platform_for("cpu").build_env(card, eager_only=True)
     assert page["TORCH_COMPILE_DISABLE"] == "1" and "VLLM_ENABLE_V1_MULTIPROCESSING" not in page
-    assert commands.build_env(card, "cpu", eager_only=True, in_process=True)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
-    assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(commands.build_env(card, "cpu"))
+    assert platform_for("cpu").build_env(card, eager_only=True, in_process=True)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(platform_for("cpu").build_env(card))
     for kind in ("npu", "cuda"):  # accelerators run the card's command
-        env = commands.build_env(card, kind, environ={}, eager_only=True, in_process=True)
+        env = platform_for(kind).build_env(card, environ={}, eager_only=True, in_process=True)
         assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "TORCH_COMPILE_DISABLE"} & set(env)
-    eager_only = TutorialState.eager_only.fget
+    def eager_only(card, backend, profile_name):
+        return platform_for(backend).plan(card, profile_name).eager_only
+
     palmyra = load_card("palmyra-mini")  # its tuning runs in the full profile: graph mode
     assert "full" in palmyra.tuning.profiles and "quick" not in palmyra.tuning.profiles
-    assert eager_only(SimpleNamespace(card=palmyra, backend="cpu", profile_name="quick"))
-    assert not eager_only(SimpleNamespace(card=palmyra, backend="cpu", profile_name="full"))
-    assert not eager_only(SimpleNamespace(card=palmyra, backend="npu", profile_name="quick"))
-    assert eager_only(SimpleNamespace(card=card, backend="cpu", profile_name="full")) == (card.tuning is None)
+    assert eager_only(palmyra, "cpu", "quick")
+    assert not eager_only(palmyra, "cpu", "full")
+    assert not eager_only(palmyra, "npu", "quick")
+    assert eager_only(card, "cpu", "full") == (card.tuning is None)
 
 
 def test_copy_paste_npu_environment(ascend):
     card = load_card("qwen2.5-0.5b")
     engine = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True", "VLLM_ENGINE_READY_TIMEOUT_S": "1800"}
-    assert commands.serve_env(card, "npu") == {"ASCEND_RT_VISIBLE_DEVICES": "0", **engine}
-    assert commands.build_env(card, "npu", environ={}) == engine
+    assert platform_for("npu").serve_env(card) == {"ASCEND_RT_VISIBLE_DEVICES": "0", **engine}
+    assert platform_for("npu").build_env(card, environ={}) == engine
 
 
 def test_first_generation_qwen_is_converted_on_every_backend():
@@ -239,7 +239,7 @@ def test_first_generation_qwen_is_converted_on_every_backend():
     for kind in backend.BACKENDS:
         assert commands.needs_conversion(card, kind)
         argv = commands.deploy_argv(card, kind)
-        assert commands.converted_dir(card) in argv and "--trust-remote-code" not in argv
+        assert commands.serving_dir(card, kind) in argv and "--trust-remote-code" not in argv
     rst = deploy_rst(card)
     npu_tab = rst.split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
     assert "first-generation QWen is in no vllm-ascend support list or test" in npu_tab
@@ -904,7 +904,7 @@ def test_item8_an_a3_like_name_with_soc_256_is_refused(ascend, monkeypatch):
     env = backend.describe_environment("npu")
     assert (env.device_name, env.soc_version) == ("Ascend910_9363", 256)
     with pytest.raises(TutorialError, match=r"Ascend910_9363 \(SoC 256\) is not a chip vllm-ascend supports"):
-        backend.engine_dtype("bfloat16", "npu", env.device_name, env.soc_version)
+        platform_for("npu").engine_dtype("bfloat16", env.device_name, env.soc_version)
 
 
 @pytest.mark.parametrize("visible, count", [("4,5", 2), ("5,4", 0), ("1,1", 0), ("3,9", 1), ("", 0), ("2,x3", 1),
@@ -964,7 +964,7 @@ def test_item10_the_build_and_the_reader_wait_for_a_first_graph_mode_start():
     assert ENGINE_READY_TIMEOUT_S == 1800  # VLLM_ENGINE_READY_TIMEOUT_S of vllm-ascend's nightly CI
     assert inspect.signature(VLLMServer).parameters["startup_timeout"].default == ENGINE_READY_TIMEOUT_S
     card = load_card("qwen2.5-0.5b")
-    assert commands.build_env(card, "npu", environ={})["VLLM_ENGINE_READY_TIMEOUT_S"] == str(ENGINE_READY_TIMEOUT_S)
+    assert platform_for("npu").build_env(card, environ={})["VLLM_ENGINE_READY_TIMEOUT_S"] == str(ENGINE_READY_TIMEOUT_S)
     health = next(s for s in steps(card, "npu") if s.key == "health").text
     assert f"timeout {ENGINE_READY_TIMEOUT_S} bash -c" in health
 

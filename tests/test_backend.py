@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from npu_tutorials.engine.platform import platform_for
+
 from npu_tutorials.engine import backend, bandwidth, devices, isolated
 from npu_tutorials.core.errors import TutorialError
 
@@ -216,19 +218,19 @@ SOC = {"Ascend910PremiumA": 100, "Ascend910ProA": 101, "Ascend910A": 102, "Ascen
                                   "Ascend910B4-1", "Ascend910_9391", "Ascend910_9392", "Ascend910_9362",
                                   "Ascend950DT_9582"])
 def test_a2_a3_a5_serve_the_card_dtype(name):
-    assert backend.engine_dtype("bfloat16", "npu", name, SOC[name]) == ("bfloat16", False, "")
+    assert platform_for("npu").engine_dtype("bfloat16", name, SOC[name]) == ("bfloat16", False, "")
 
 
 @pytest.mark.parametrize("name", ["Ascend310P1", "Ascend310P3"])
 def test_310p_serves_float16_in_graph_mode(name):
-    dtype, eager, why = backend.engine_dtype("bfloat16", "npu", name, SOC[name])
+    dtype, eager, why = platform_for("npu").engine_dtype("bfloat16", name, SOC[name])
     assert (dtype, eager) == ("float16", False) and "eager" not in why and name in why
 
 
 @pytest.mark.parametrize("name", ["Ascend910PremiumA", "Ascend910ProA", "Ascend910A", "Ascend910ProB", "Ascend910B"])
 def test_first_generation_910_is_refused_in_one_line(name):
     with pytest.raises(TutorialError) as e:
-        backend.engine_dtype("bfloat16", "npu", name, SOC[name])
+        platform_for("npu").engine_dtype("bfloat16", name, SOC[name])
     assert "\n" not in str(e.value) and "first-generation Ascend 910" in str(e.value)
 
 
@@ -236,19 +238,19 @@ def test_first_generation_910_is_refused_in_one_line(name):
 def test_chips_vllm_ascend_refuses_are_refused_in_one_line(name):
     """Ascend910_9363 has an A3-like name, but SoC 256 is outside vllm-ascend's A3 range 250-255."""
     with pytest.raises(TutorialError) as e:
-        backend.engine_dtype("bfloat16", "npu", name, SOC[name])
+        platform_for("npu").engine_dtype("bfloat16", name, SOC[name])
     assert "\n" not in str(e.value) and f"SoC {SOC[name]}" in str(e.value) and "not a chip vllm-ascend supports" \
         in str(e.value)
 
 
 def test_cpu_rule_unchanged(monkeypatch):
     monkeypatch.setattr(backend, "cpu_has_native_bf16", lambda: False)
-    dtype, eager, why = backend.engine_dtype("bfloat16", "cpu")
+    dtype, eager, why = platform_for("cpu").engine_dtype("bfloat16")
     assert (dtype, eager) == ("float32", False) and "AVX512-BF16" in why
-    assert backend.engine_dtype("float16", "cpu") == ("float16", False, "")
+    assert platform_for("cpu").engine_dtype("float16") == ("float16", False, "")
     monkeypatch.setattr(backend, "cpu_has_native_bf16", lambda: True)
-    assert backend.engine_dtype("bfloat16", "cpu") == ("bfloat16", False, "")
-    assert backend.engine_dtype("bfloat16", "cuda", "NVIDIA H100 80GB HBM3") == ("bfloat16", False, "")
+    assert platform_for("cpu").engine_dtype("bfloat16") == ("bfloat16", False, "")
+    assert platform_for("cuda").engine_dtype("bfloat16", "NVIDIA H100 80GB HBM3") == ("bfloat16", False, "")
 
 
 # -- the isolated runner (defects 2 and 10) ---------------------------------------------------
@@ -343,5 +345,5 @@ def test_cpu_bandwidth_is_measured_here():
 
 
 def test_npu_without_a_soc_number_keeps_the_card_dtype_and_says_so():
-    dtype, eager, why = backend.engine_dtype("bfloat16", "npu", "Ascend910B3")
+    dtype, eager, why = platform_for("npu").engine_dtype("bfloat16", "Ascend910B3")
     assert (dtype, eager) == ("bfloat16", False) and "no SoC version" in why

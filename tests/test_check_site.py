@@ -1,15 +1,10 @@
-import importlib.util
 import json
 from pathlib import Path
 
 from docs import make_doc
 
+from npu_tutorials.checks import site_check as check_site  # what scripts/check_site.py runs (npu_tutorials.cli)
 from npu_tutorials.record.results import write_doc
-
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "check_site.py")
-check_site = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check_site)
 
 GOOD = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 4
         + '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')

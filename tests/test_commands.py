@@ -13,8 +13,9 @@ from npu_tutorials.engine import deploy, multi_card
 from npu_tutorials.inputs import knobs
 from npu_tutorials.engine.bench import bench_args
 from npu_tutorials.inputs.cards import known_models, load_card
-from npu_tutorials.site.deploy_page import serve_commands, deploy_rst
-from npu_tutorials.engine.commands import format_command, serve_env, server_argv
+from npu_tutorials.site.deploy_page import deploy_rst, tuned_npu
+from npu_tutorials.engine.commands import format_command
+from npu_tutorials.engine.platform import platform_for
 from conftest import require_vllm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +65,16 @@ def _unformat(text):
     return argv
 
 
+def serve_commands(card) -> list[list[str]]:
+    """Every copy-paste serve command the page shows: a server per tab, the multi-card recipes, the NPU tab's
+    measured tuning where an NPU build recorded one."""
+    out = [deploy.serve_argv(card, b, deploy.reader_place(card)) for b in deploy.BACKENDS]
+    for b in ("npu", "cuda"):
+        out += [r.argv for r in multi_card.multi_card(card, b)]
+    tuned = tuned_npu(card)
+    return out + ([tuned[0]] if tuned else [])
+
+
 @pytest.mark.parametrize("key", known_models())
 def test_copy_paste_serve_commands_parse(serve_parser, key):
     card = load_card(key)
@@ -88,7 +99,7 @@ def test_multi_card_recipes_parse_with_their_parallelism(serve_parser, key):
         assert set(recipes) == {"replicas", "dp"} | ({"tp"} if multi_card.tp_sizes(card) else set())
         n = card.deploy.cards
         dp = serve_parser.parse_args(_as_server_args(recipes["dp"].argv))
-        assert dp.data_parallel_size == n and len(recipes["dp"].env[C.VISIBLE_DEVICES_VAR[backend]].split(",")) == n
+        assert dp.data_parallel_size == n and len(recipes["dp"].env[platform_for(backend).visible_devices_var].split(",")) == n
         heads = card.config["num_attention_heads"]
         if "tp" in recipes:
             tp = serve_parser.parse_args(_as_server_args(recipes["tp"].argv))
@@ -99,13 +110,14 @@ def test_multi_card_recipes_parse_with_their_parallelism(serve_parser, key):
         # the replicas' loop is the single-card command with the port of card i
         loop = recipes["replicas"].text
         assert f"for i in $(seq 0 {n - 1}); do" in loop and "--port $((8000 + i))" in loop
-        assert f"{C.VISIBLE_DEVICES_VAR[backend]}=$i nohup " in loop
+        assert f"{platform_for(backend).visible_devices_var}=$i nohup " in loop
 
 
 @pytest.mark.parametrize("key", known_models())
 def test_copy_paste_bench_commands_parse(bench_parser, key):
     card = load_card(key)
-    for backend, argv in zip(deploy.BACKENDS, deploy.bench_commands(card)):
+    for backend in deploy.BACKENDS:
+        argv = deploy.bench_argv(card, backend, deploy.reader_place(card))
         # the report's conditions on accelerators, the card's CPU profile on a CPU
         prof = card.benchmark.profiles[card.benchmark.cpu_default if backend == "cpu" else "full"]
         a = bench_parser.parse_args(_as_bench_args(argv))
@@ -134,8 +146,11 @@ def test_offline_script_arguments_are_engine_arguments(key):
 @pytest.mark.parametrize("key", known_models())
 def test_the_executed_command_parses_as_shown(serve_parser, key):
     card = load_card(key)
-    argv = server_argv(card, "/m", "cpu", host="127.0.0.1", port=8123, extra=["--max-logprobs", "-1"])
-    shown = _unformat(format_command(["python", *argv[1:]], serve_env(card, "cpu")))
+    cpu = platform_for("cpu")
+    spec = cpu.server_spec(card, cpu.plan(card, "quick"), "performance", model="/m", host="127.0.0.1", port=8123,
+                           extra=("--max-logprobs", "-1"))
+    argv = list(spec.argv)
+    shown = _unformat(format_command(["python", *argv[1:]], cpu.serve_env(card)))
     assert shown == ["python", *argv[1:]]
     args = serve_parser.parse_args(_as_server_args(shown))
     assert (args.port, args.host, args.max_logprobs) == (8123, "127.0.0.1", -1)
@@ -156,7 +171,7 @@ def test_bench_command_parses(bench_parser, key):
 @pytest.mark.parametrize("key", known_models())
 def test_npu_commands_use_nothing_vllm_ascend_ignores_or_refuses(key):
     card = load_card(key)
-    env = deploy.shown_env(card)["npu"]
+    env = platform_for("npu").serve_env(card)
     npu = [deploy.serve_argv(card, "npu", deploy.reader_place(card))] + [r.argv for r in multi_card.multi_card(card, "npu")]
     for argv in npu:
         assert knobs.ascend_contract_problems(argv, env) == [], argv

@@ -52,7 +52,7 @@ def test_logits_equal_an_independent_qwen_forward(qwen_tiny, converted, text):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from npu_tutorials.measure.qwen_forward import load_qwen, qwen_logits
+    from qwen_forward import load_qwen, qwen_logits
 
     tok = AutoTokenizer.from_pretrained(converted)
     model = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32).eval()
@@ -67,7 +67,7 @@ def test_logits_equal_an_independent_qwen_forward(qwen_tiny, converted, text):
 
 def test_independent_forward_is_sensitive(qwen_tiny):
     """The exactness test can fail: swapping w1 and w2 changes the logits."""
-    from npu_tutorials.measure.qwen_forward import load_qwen, qwen_logits
+    from qwen_forward import load_qwen, qwen_logits
 
     cfg, w = load_qwen(qwen_tiny.path)
     ids = [9707, 11, 1128, 374]

@@ -36,6 +36,8 @@ import pytest
 
 from npu_tutorials.engine import commands as C
 from npu_tutorials.engine import deploy
+from npu_tutorials.engine import platform as P
+from npu_tutorials.engine.platform import platform_for
 from npu_tutorials.site import deploy_page
 from npu_tutorials.inputs.cards import known_models, load_card
 from npu_tutorials.engine.processes import kill_with_parent
@@ -166,7 +168,7 @@ def test_the_cpu_build_runs_the_offline_script_in_process_and_says_so(tiny, tmp_
         tut.stop()
     assert seen["env"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in Path(seen["argv"][-1]).read_text()  # the reader's script
-    assert out.text == "a reply" and [str(c) for c in out.build_changes] == [C.CPU_OFFLINE_IN_PROCESS]
+    assert out.text == "a reply" and [str(c) for c in out.build_changes] == [P.CPU_OFFLINE_IN_PROCESS]
     from npu_tutorials.core.messages import language
     from npu_tutorials.views import Views
 
@@ -337,7 +339,7 @@ class CpuSetRun:
                 assert out["client"].stdout.splitlines()[0] == name
             elif step.key == "bench":
                 res = json.loads((self.work / deploy.bench_file(card)).read_text())
-                prof = card.benchmark.profiles[deploy.bench_profile(card, "cpu")]
+                prof = card.benchmark.profiles[platform_for("cpu").default_profile(card)]
                 assert res["completed"] == prof.num_prompts and res["failed"] == 0
 
 

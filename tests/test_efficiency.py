@@ -4,12 +4,12 @@ from npu_tutorials.measure import efficiency
 from conftest import require_vllm  # noqa: E402
 
 
-def test_roofline_arithmetic():
-    r = efficiency.roofline(weight_bytes_=1_000_000_000, tpot_ms=50.0, bandwidth=40e9)
-    assert r["achieved_bytes_per_s"] == pytest.approx(20e9)
-    assert r["fraction"] == pytest.approx(0.5)
-    assert r["roofline_tokens_per_s"] == pytest.approx(40.0)
-    assert efficiency.roofline(1, 1.0, None)["fraction"] is None
+def test_roofline_fraction_arithmetic():
+    from npu_tutorials.record.headline import roofline_fraction
+
+    # 1 GB a step in 50 ms: 20 GB/s achieved, half of a 40 GB/s device
+    assert roofline_fraction(1_000_000_000, 50.0, 40e9) == pytest.approx(0.5)
+    assert roofline_fraction(1, 1.0, None) is None and roofline_fraction(1, 1.0, 0.0) is None
 
 
 def test_scaling_efficiency():
@@ -72,13 +72,13 @@ def test_decode_bytes_of_the_real_configs():
     assert json.dumps(q05)  # JSON-able
 
 
-def test_weight_bytes_reads_the_checkpoint_config(tiny):
+def test_checkpoint_decode_bytes_reads_the_checkpoint_config(tiny):
     """The tied tiny stand-in: a decode step reads every parameter of the file once (counted from the file)."""
     from safetensors import safe_open
 
     with safe_open(str(tiny.path / "model.safetensors"), "pt") as f:
         n = sum(__import__("math").prod(f.get_slice(k).get_shape()) for k in f.keys())
-    assert efficiency.weight_bytes(tiny.path, "bfloat16") == 2 * n
+    assert efficiency.checkpoint_decode_bytes(tiny.path, "bfloat16")["weights"] == 2 * n
     # K and V x 2 layers x 2 KV heads x head_dim 64 x 7 tokens x 4 bytes
     assert efficiency.checkpoint_decode_bytes(tiny.path, "float32", 7)["kv_cache"] == 2 * 2 * 2 * 64 * 7 * 4
 

@@ -2,9 +2,10 @@
 cycle between modules, on a layer importing a higher one, and on a module importing another module's
 private (``_name``) names (``_`` itself is gettext's public name for translating a message).  Also: no module over 400 lines.
 
-The layers, lowest first (``npu_tutorials/__init__.py`` says the same)::
+The layers, lowest first (``npu_tutorials/__init__.py`` and the contributing page say the same; a test
+below holds the page to the package's folders)::
 
-    core -> inputs -> engine -> record -> measure -> checks -> views -> tutorial -> site
+    core -> inputs -> engine -> record -> measure -> checks -> views -> tutorial -> site -> cli
 
 A module may import its own layer and the ones before it.  Imports under ``if TYPE_CHECKING:`` never run,
 so they count for the layers but not for cycles.
@@ -13,10 +14,12 @@ so they count for the layers but not for cycles.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "npu_tutorials"
-LAYERS = ["core", "inputs", "engine", "record", "measure", "checks", "views", "tutorial", "site"]
+CONTRIBUTING = PKG.parents[1] / "docs" / "source" / "contributing.md"
+LAYERS = ["core", "inputs", "engine", "record", "measure", "checks", "views", "tutorial", "site", "cli"]
 MAX_LINES = 400
 
 
@@ -160,3 +163,55 @@ def test_the_walk_finds_what_it_should(tmp_path, monkeypatch):
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert "npu_tutorials.engine.server" in graph()["npu_tutorials.engine.bench"]
     assert layer("npu_tutorials.site.pages") > layer("npu_tutorials.views.base") > layer("npu_tutorials.core.errors")
+
+
+def page_layers(text: str) -> dict[str, str]:
+    """The contributing page's list of the layers ("How the package is laid out", a text block of one entry
+    per layer, its continuation lines indented): layer -> its entry."""
+    block = text.split("## How the package is laid out", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    out: dict[str, str] = {}
+    name = None
+    for line in block.splitlines():
+        if line.strip() and not line[0].isspace():
+            name = line.split()[0]
+            out[name] = ""
+        if name is not None:
+            out[name] += line + "\n"
+    return out
+
+
+def page_problems(text: str, pkg: Path = PKG) -> list[str]:
+    """What the page's list gets wrong about ``pkg``: a layer (subpackage) it leaves out, one it names that is
+    not there or out of the layers' order, a data folder (``cards/``, ``data/``) it does not name, a folder or a
+    module it names that does not exist."""
+    layers = page_layers(text)
+    folders = {p.name for p in pkg.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    subpackages = {f for f in folders if (pkg / f / "__init__.py").is_file()}
+    out = [f"layer {f}/ is not on the page" for f in sorted(subpackages - set(layers))]
+    out += [f"the page names a layer {f}/ that the package lacks" for f in layers if f not in subpackages]
+    if not out and list(layers) != LAYERS:
+        out.append(f"the page's order {list(layers)} is not the layers' {LAYERS}")
+    named = set(re.findall(r"(\w+)/", "".join(layers.values())))
+    out += [f"the page names a folder {f}/ that the package lacks" for f in sorted(named - folders)]
+    out += [f"folder {f}/ is not on the page" for f in sorted(folders - subpackages - named)]
+    out += [f"the page names {layer}/{m}, which does not exist" for layer, entry in layers.items() if layer in subpackages
+            for m in re.findall(r"\b\w+\.py\b", entry) if not (pkg / layer / m).is_file()]
+    return out
+
+
+def test_the_contributing_page_lists_the_packages_folders_in_the_layers_order():
+    assert page_problems(CONTRIBUTING.read_text()) == []
+
+
+def test_the_page_check_finds_a_missing_and_an_invented_folder():
+    """Not vacuous: a layer left off the page, one the package lacks, the layers out of order, an unnamed data
+    folder and a stale module name are each one line."""
+    text = CONTRIBUTING.read_text()
+    assert page_problems(text.replace("\ncli ", "\nclx ")) == [
+        "layer cli/ is not on the page", "the page names a layer clx/ that the package lacks"]
+    cli = page_layers(text)["cli"]
+    first = text.replace(cli, "").replace("```text\n", "```text\n" + cli, 1)
+    assert [p.split(" [")[0] for p in page_problems(first)] == ["the page's order"]
+    assert page_problems(text.replace("(cards/*.yaml, data/)", "(data/)")) == ["folder cards/ is not on the page"]
+    assert page_problems(text.replace("floor.py,", "floor.py, gone.py, old/,")) == [
+        "the page names a folder old/ that the package lacks", "the page names measure/gone.py, which does not exist"]

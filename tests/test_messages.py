@@ -152,7 +152,7 @@ def test_a_recorded_weights_label_reads_in_both_languages_and_stays_the_recorded
 
 
 def test_a_stored_sentence_is_its_message_and_shows_in_each_language():
-    from npu_tutorials.engine import commands as C
+    from npu_tutorials.engine import platform as C
     from npu_tutorials.record.schema import Conditions
     from npu_tutorials.record.schema_base import Message
 

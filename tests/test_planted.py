@@ -98,7 +98,7 @@ def test_the_qwen_layout_is_the_planted_network(tmp_path):
     """An independent forward of first-generation QWen (its own names, fused c_attn, w1/w2) on the
     QWen-layout stand-in follows the same planted map: the layout's inverse mapping is exact."""
     from npu_tutorials.inputs.convert import qwen2_config
-    from npu_tutorials.measure.qwen_forward import load_qwen, qwen_logits
+    from qwen_forward import load_qwen, qwen_logits
 
     card = load_card("qwen-1_8b-chat")
     cfg = tiny_config(card.config)

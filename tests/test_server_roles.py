@@ -1,10 +1,11 @@
 """Which dtype each server of a page runs in, and how many starts that costs.
 
 On a CPU without native bf16 the performance steps run on a float32 engine and the engine-vs-reference checks
-on a bfloat16 one (``ServingSteps.server_for``).  palmyra-mini's page checks accuracy first, then measures
-performance (its report's order): started for the performance steps, it restarted twice; started for the
-checks that come first (``start_server(first="accuracy")``), once.  The servers are fakes that record their
-``--dtype``; the build changes the page shows still name both engines.
+on a bfloat16 one (``ServingSteps.server_for``, :class:`~npu_tutorials.tutorial.servers.ServerPool`).
+palmyra-mini's page checks accuracy first, then measures performance (its report's order): the pool starts
+nothing before a step needs it, so the page starts in the checks' dtype and restarts once, and no gallery
+script says which role comes first.  The servers are fakes that record their ``--dtype``; the build changes
+the page shows still name both engines.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from npu_tutorials.core.errors import TutorialError
-from npu_tutorials.engine import commands as C
+from npu_tutorials.engine import platform as C
+from npu_tutorials.engine.platform import EngineDtype, EnginePlan, platform_for
 from npu_tutorials.inputs.cards import load_card
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,9 +63,9 @@ def page(monkeypatch, tmp_path):
     from npu_tutorials.core.progress import Progress
     from npu_tutorials.record.schema import Conditions, Results, ResultsDoc
     from npu_tutorials.inputs.weights import Weights
-    from npu_tutorials.tutorial import Tutorial, TutorialState, steps_serving
+    from npu_tutorials.tutorial import Tutorial, TutorialState, servers, steps_serving
 
-    monkeypatch.setattr(steps_serving, "VLLMServer", DtypeServer)
+    monkeypatch.setattr(servers, "VLLMServer", DtypeServer)
     monkeypatch.setattr(steps_serving.reference, "loading_meanwhile", lambda path: contextlib.nullcontext())
 
     def make(dtype: str, accuracy: str, key: str = "palmyra-mini") -> Tutorial:
@@ -71,10 +73,11 @@ def page(monkeypatch, tmp_path):
         card = load_card(key)
         doc = ResultsDoc.model_construct(model=card.key, provenance=None, results=Results())
         doc.results.conditions = Conditions(profile="quick", dtype=dtype, dtype_note="no native bf16", eager=True)
-        state = TutorialState(card=card, backend="cpu", env=None, progress=Progress(card.key, io.StringIO()),
-                              profile_name="quick", dtype=dtype, dtype_note="no native bf16", eager_required=False,
-                              accuracy_dtype=accuracy, threads=1, mode="standin", doc=doc, artifacts=tmp_path,
-                              t0=0.0, serve_path=tmp_path / "weights")
+        plan = EnginePlan(dtype=EngineDtype(dtype, False, "no native bf16"), accuracy_dtype=accuracy, eager=True,
+                          eager_only=True, max_model_len=card.serve.cpu_max_model_len)
+        state = TutorialState(card=card, platform=platform_for("cpu"), env=None,
+                              progress=Progress(card.key, io.StringIO()), profile_name="quick", plan=plan, threads=1,
+                              mode="standin", doc=doc, artifacts=tmp_path, t0=0.0, serve_path=tmp_path / "weights")
         shutil.copytree(card.config_path, state.serve_path, dirs_exist_ok=True)
         state.weights = Weights(state.serve_path, "stand-in", "stand-in", seed=card.stand_in.seed)
         state.port = lambda: 8123
@@ -84,8 +87,8 @@ def page(monkeypatch, tmp_path):
     return make
 
 
-def _palmyra_order(tut, first):
-    tut.serving.start_server(first=first)
+def _palmyra_order(tut):
+    tut.serving.start_server()
     tut.serving.server_for("accuracy")      # greedy agreement
     tut.serving.server_for("performance")   # the input-length sweep
     tut.serving.server_for("performance")   # the concurrency sweep
@@ -93,12 +96,8 @@ def _palmyra_order(tut, first):
 
 def test_a_page_that_checks_accuracy_first_starts_in_the_checks_dtype(page):
     tut = page("float32", "bfloat16")
-    _palmyra_order(tut, "performance")
-    assert DtypeServer.started == ["float32", "bfloat16", "float32"]  # the old start: two restarts
-
-    tut = page("float32", "bfloat16")
-    _palmyra_order(tut, "accuracy")
-    assert DtypeServer.started == ["bfloat16", "float32"]  # one restart
+    _palmyra_order(tut)
+    assert DtypeServer.started == ["bfloat16", "float32"]  # one restart (a start for the performance steps: two)
     changes = [str(c) for c in tut.state.results.conditions.build_changes]
     assert C.ACCURACY_ENGINE.format(want="bfloat16", dtype="float32") in changes
     assert C.DTYPE_FOR.format(dtype="float32", why="no native bf16") in changes  # the float32 engine's own
@@ -108,15 +107,38 @@ def test_a_page_that_checks_accuracy_first_starts_in_the_checks_dtype(page):
 def test_where_both_roles_share_a_dtype_one_server_serves_both(page):
     for first in ("performance", "accuracy"):
         tut = page("bfloat16", "bfloat16")
-        _palmyra_order(tut, first)
+        tut.serving.start_server()
+        assert DtypeServer.started == []  # nothing starts before a step needs it
+        tut.serving.server_for(first)
+        _palmyra_order(tut)
         assert DtypeServer.started == ["bfloat16"]
         assert not any("checks ran on a" in str(c) for c in tut.state.results.conditions.build_changes)
 
 
 def test_an_unknown_role_is_one_clear_error(page):
     tut = page("float32", "bfloat16")
+    tut.serving.start_server()
     with pytest.raises(TutorialError, match="unknown server role 'speed'"):
-        tut.serving.start_server(first="speed")
+        tut.serving.server_for("speed")
+
+
+def test_a_stopped_server_is_started_again_when_a_step_needs_it(page):
+    tut = page("bfloat16", "bfloat16")
+    _palmyra_order(tut)
+    tut.state.servers.stop()  # the efficiency step stops it for its probes
+    tut.serving.server_for("performance")
+    assert DtypeServer.started == ["bfloat16", "bfloat16"]
+
+
+def test_the_served_url_starts_the_deployment_as_served(page):
+    """A gallery cell that talks to the server itself (the functional check) reads ``base_url``: the
+    performance server, started there when no step started one."""
+    tut = page("float32", "bfloat16")
+    server = tut.serving.start_server()
+    assert server.base_url == "http://127.0.0.1:8123" and DtypeServer.started == ["float32"]
+    tut.serving.server_for("task")
+    assert DtypeServer.started == ["float32"]
+    assert tut.state.results.server.models == ["palmyra-mini"]
 
 
 def test_task_scores_run_on_the_deployment_as_served(page):
@@ -150,13 +172,15 @@ def test_the_checks_own_engine_runs_its_worker_in_process(page):
     key = next(iter(C.IN_PROCESS_ENV))
     for first in ("performance", "accuracy"):
         tut = page("float32", "bfloat16")
-        _palmyra_order(tut, first)
+        tut.serving.start_server()
+        tut.serving.server_for(first)
+        _palmyra_order(tut)
         in_process = {d: e.get(key) == "0" for d, e in zip(DtypeServer.started, DtypeServer.envs)}
         assert in_process == {"bfloat16": True, "float32": False}, first
         assert C.CPU_CHECKS_IN_PROCESS.format(want="bfloat16") in map(str, tut.state.results.conditions.build_changes)
-    assert f"{key}=0" in tut.state.results.server.command  # palmyra's first server: the checks' engine
+    assert f"{key}=0" in tut.state.results.server.command  # the page's first server: the checks' engine
 
     tut = page("bfloat16", "bfloat16")  # one engine serves both: it keeps the multiprocess executor
-    _palmyra_order(tut, "accuracy")
+    _palmyra_order(tut)
     assert all(key not in e for e in DtypeServer.envs)
     assert not any(key in str(c) for c in tut.state.results.conditions.build_changes)

@@ -17,18 +17,6 @@ def test_summarize_refuses_empty_and_nan():
         stats.summarize([1.0, float("nan")])
 
 
-def test_format_summary():
-    assert stats.format_summary(stats.summarize([11.9, 12.3, 12.8, 12.0, 12.5]), unit="ms") == \
-        "12.3 ms (IQR 12–12.5, n=5)"
-    assert stats.format_summary(stats.summarize([42.0])) == "42 (n=1)"
-
-
-def test_relative_difference_and_iqr():
-    assert stats.relative_difference(110, 90) == pytest.approx(0.2)
-    assert stats.relative_difference(0, 0) == 0.0
-    assert stats.relative_iqr(stats.summarize([1, 2, 3, 4, 5])) == pytest.approx(2 / 3)
-
-
 def test_a_stat_reads_as_median_spread_and_sample_size():
     from npu_tutorials.record.schema import Stat
 

@@ -1,10 +1,11 @@
 """Which knobs and servers the tuning section runs per backend and profile, and what it concludes.
 
 The servers are fakes that record what would start (argv and environment); the measurements are a fake
-device on which some knobs help, some do nothing and one hurts.  The real steps (:class:`TuningSteps`,
-``server_argv``, ``launch``) decide everything else.
+device on which some knobs help, some do nothing and one hurts.  The real steps (:class:`TuningSteps`, the
+server pool and :meth:`Platform.server_spec`) decide everything else.
 """
 
+import dataclasses
 import io
 import platform
 import shutil
@@ -144,14 +145,14 @@ def measure(text, n):
 @pytest.fixture
 def npu_build(monkeypatch, tmp_path):
     """A tutorial object on an NPU build (no device, no vLLM): fake servers and measurements."""
-    from npu_tutorials.tutorial import steps_serving
+    from npu_tutorials.tutorial import servers
     from npu_tutorials.measure import tuning_plan
     from npu_tutorials.core.progress import Progress
     from npu_tutorials.record.schema import Efficiency
     from npu_tutorials.tutorial import Tutorial
 
     FakeServer.started = []
-    monkeypatch.setattr(steps_serving, "VLLMServer", FakeServer)
+    monkeypatch.setattr(servers, "VLLMServer", FakeServer)
     monkeypatch.setattr(tuning_plan, "host_file_exists", lambda p: p == JEMALLOC)
     for var in ("ASCEND_RT_VISIBLE_DEVICES", "LD_PRELOAD", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"):
         monkeypatch.delenv(var, raising=False)
@@ -162,6 +163,7 @@ def npu_build(monkeypatch, tmp_path):
     monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "results"))
 
     def make(key, backend="npu"):
+        from npu_tutorials.engine.platform import EngineDtype, platform_for
         from npu_tutorials.tutorial import TutorialState
 
         for old in made:  # stopped, not abandoned: nothing of a fake run is written
@@ -172,14 +174,18 @@ def npu_build(monkeypatch, tmp_path):
         doc.results.efficiency = Efficiency.model_construct(measured_bandwidth=1.0e12)
         for p in doc.results.concurrency_sweep:  # the sweep's server: graph mode with the card's defaults
             p.output_throughput, p.tpot_ms, p.ttft_ms = measure("", p.concurrency)
-        state = TutorialState(card=card, backend=backend, env=None, progress=Progress(key, io.StringIO()),
-                              profile_name="full", dtype="bfloat16", dtype_note="", eager_required=False,
-                              accuracy_dtype="bfloat16", threads=1, mode="standin", doc=doc, artifacts=tmp_path,
-                              t0=0.0, serve_path=tmp_path / "weights",
+        plat = platform_for(backend)
+        plan = dataclasses.replace(plat.plan(card, "full"), dtype=EngineDtype("bfloat16", False, ""),
+                                   accuracy_dtype="bfloat16")
+        state = TutorialState(card=card, platform=plat, env=None, progress=Progress(key, io.StringIO()),
+                              profile_name="full", plan=plan, threads=1, mode="standin", doc=doc,
+                              artifacts=tmp_path, t0=0.0, serve_path=tmp_path / "weights",
                               device_env={"ASCEND_RT_VISIBLE_DEVICES": "0"} if backend == "npu" else {})
         shutil.copytree(card.config_path, state.serve_path, dirs_exist_ok=True)
         state.port = lambda: 8123
+        state.bench_worker = lambda: None
         tut = Tutorial(key, state)
+        tut.start_server()  # starts nothing: the tuning section starts its own servers
         tut.performance.point = fake_point
         made.append(tut)
         return tut
@@ -191,7 +197,7 @@ def npu_build(monkeypatch, tmp_path):
 
 def _added(tut, srv):
     """What a started server adds to the build's graph-mode command and environment."""
-    base = [a for a in tut.serving.server_argv("bfloat16")[0] if a != "--enforce-eager"]
+    base = list(tut.state.servers.spec_for("performance", port=8123, graphs=True).argv)
     argv = list(srv.argv)
     argv[argv.index("--model") + 1] = str(tut.state.serve_path)  # the tiny model's server: the same otherwise
     assert argv[:len(base)] == base
@@ -292,7 +298,7 @@ def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_buil
     assert ("The best combination this page measured, full decode graph + task queue level 1 + async scheduling, "
             "on Ascend910B3 x 1 on 2026-12-01 (full profile") in npu
     assert "export TASK_QUEUE_ENABLE=1" in npu and "--async-scheduling" in npu and "in place of step 4" in npu
-    tuned = deploy_page.serve_commands(card)[-1]  # parsed with vLLM's parser by tests/test_commands.py
+    tuned = deploy_page.tuned_npu(card)[0]  # parsed with vLLM's parser by tests/test_commands.py
     assert tuned[:3] == ["vllm", "serve", "./palmyra-mini"] and "--async-scheduling" in tuned
 
 

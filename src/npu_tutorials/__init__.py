@@ -3,8 +3,8 @@
 Every gallery script imports from here; nothing in this package runs heavy
 work at import time.  The subpackages are layers, each importing only the ones
 before it: ``core``, ``inputs``, ``engine``, ``record``, ``measure``,
-``checks``, ``views``, ``tutorial`` (the facade), ``site``
-(``tests/test_imports.py`` keeps it so).
+``checks``, ``views``, ``tutorial`` (the facade), ``site``, ``cli`` (the
+commands) (``tests/test_imports.py`` keeps it so).
 """
 
 from .core.errors import TutorialError

@@ -21,7 +21,6 @@ import http.server
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -204,7 +203,7 @@ def serve(root: str | Path, probe_html: bytes = b""):
 def _chromium(*args: str):
     """Chromium with ``args`` and a throwaway profile, in its own process group (it dies with this process);
     yields the process and its stderr file; afterwards the whole group is killed at once (nothing to save)."""
-    from ..engine.processes import kill_with_parent
+    from ..engine.processes import kill_group, kill_with_parent
 
     with tempfile.TemporaryDirectory(prefix="tut-chromium-") as profile, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([chromium(), *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.DEVNULL,
@@ -214,10 +213,8 @@ def _chromium(*args: str):
             yield proc, err
         finally:
             # SIGKILL at once: the profile is thrown away. The helpers (zygote, GPU, network service) die with
-            # the group; init reaps them, so this does not wait as engine.isolated.kill_group does
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            # the group; init reaps them, so grace=0 waits for Chromium itself only
+            kill_group(proc, grace=0)
 
 
 def _stderr(err) -> str:

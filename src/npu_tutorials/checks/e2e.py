@@ -10,6 +10,7 @@ from __future__ import annotations
 import yaml
 
 from ..engine import devices
+from ..engine.platform import platform_for
 from ..inputs.cards import Card
 from ..core.errors import TutorialError
 
@@ -17,7 +18,7 @@ from ..core.errors import TutorialError
 def hardware_series(doc=None) -> str:
     """vllm-ascend's ``hardware`` label of the build's NPU family; for a build elsewhere (or none), that of
     the family the copy-paste commands' image targets (Atlas A2)."""
-    soc = doc.provenance.machine.soc if doc is not None and doc.provenance.backend == "npu" else None
+    soc = doc.provenance.machine.soc if doc is not None and platform_for(doc.provenance.backend).ascend else None
     try:
         return devices.npu_family(int(soc)).series
     except (TypeError, ValueError, TutorialError):  # no SoC recorded, or a chip vllm-ascend refuses

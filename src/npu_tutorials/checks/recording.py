@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..inputs.cards import load_card
 from ..core.errors import TutorialError
+from ..engine.platform import platform_for
 from .gate import gate, measured_noise
 from ..record.results import UNKNOWN_COMMIT, read_doc, recorded, recorded_dir, write_doc
 
@@ -74,7 +75,7 @@ def recorded_problems(directory: Path | None = None, models: set[str] | None = N
             why.append(f"measured by uncommitted code ({prov.git_commit})")
         if prov.weights is None:
             why.append("it does not say which weights it used")
-        elif prov.backend == "npu" and prov.weights.kind != "real":
+        elif platform_for(prov.backend).ascend and prov.weights.kind != "real":
             why.append("an NPU record on stand-in weights (an NPU figure is shown as a deployment figure: "
                        "record it with real weights, TUTORIAL_WEIGHTS=real)")
         if why:

@@ -24,7 +24,6 @@ import platform
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from . import devices, isolated
 from ..core.errors import TutorialError
@@ -138,53 +137,10 @@ def cpu_has_native_bf16() -> bool:
 # the device's name: Ascend910_9363 (SoC 256) looks like an A3 name but vllm-ascend refuses it.
 
 
-class EngineDtype(NamedTuple):
-    dtype: str
-    eager_required: bool
-    why: str  # "" when the engine runs the card's dtype as the card says
-
-
-def accuracy_dtype(card_dtype: str, backend: str, served: str) -> str:
-    """The dtype the engine-vs-reference checks run in: the card's wherever the device has it, also on a
-    CPU that serves float32 for speed (a bf16 engine is started for them there); else what is served."""
-    return card_dtype if backend == "cpu" else served
-
-
-def engine_dtype(card_dtype: str, backend: str, device_name: str | None = None,
-                 soc_version: int | None = None) -> EngineDtype:
-    """The dtype the engine serves in on this device, whether it must run eager, and why.
-
-    On the NPU the family is that of ``soc_version`` (``Environment.soc_version``; ``device_name`` only
-    names it).  Raises :class:`TutorialError` on a chip vllm-ascend does not support.  Every supported
-    family runs graph mode: vllm-ascend v0.23.0 has an ACL-graph model runner for 310P too
-    (``vllm_ascend/_310p/model_runner_310p.py``), and serves float16 there.
-    """
-    if backend == "cpu":
-        if card_dtype == "bfloat16" and not cpu_has_native_bf16():
-            return EngineDtype("float32", False, (
-                "this CPU has no native bf16 (AVX512-BF16/AMX, or ARM's BF16 extension), so bf16 matmuls are "
-                "emulated and several times slower than fp32; the CPU build serves in float32 (accelerators "
-                "use bfloat16)"))
-        return EngineDtype(card_dtype, False, "")
-    if backend != "npu":
-        return EngineDtype(card_dtype, False, "")
-    name = (device_name or "").strip()
-    if soc_version is None:  # a caller without the probe's SoC number: the family is not known
-        return EngineDtype(card_dtype, False, f"{name or 'this NPU'}: no SoC version was given, so its device family "
-                                              f"is unknown; serving the card's {card_dtype} unchanged")
-    family = devices.npu_family(soc_version, name)
-    if family.dtype and family.dtype != card_dtype:
-        return EngineDtype(family.dtype, False, (
-            f"{name or family.label} ({family.label}) has no {card_dtype}: vllm-ascend serves {family.dtype} there"))
-    return EngineDtype(card_dtype, False, "")
-
-
 def npu_image_problem(soc_version: int | None, device_name: str = "", build_type: str | None = None) -> str:
     """'' when the installed vllm-ascend was built for this chip's family, else one line naming the image
     to use.  vllm-ascend's worker asserts the match at start-up (``check_ascend_device_type``); this reads
     ``vllm_ascend/_build_info.py`` without touching the device, so the build stops before any server."""
-    from .commands import ascend_image
-
     chip = devices.npu_family(soc_version, device_name)
     built = build_type if build_type is not None else devices.image_build_type()
     if built is None or built == chip.build_type:
@@ -193,7 +149,7 @@ def npu_image_problem(soc_version: int | None, device_name: str = "", build_type
     built_for = image.label if image else f"device type {built!r}"
     return (f"the installed vllm-ascend was built for {built_for} (vllm_ascend/_build_info.py: __device_type__ = "
             f"{built!r}) but this NPU is {chip.label} ({device_name or 'SoC'} {soc_version}), and vllm-ascend "
-            f"stops at start-up on that mismatch: use the image {ascend_image(chip.key)}")
+            f"stops at start-up on that mismatch: use the image {devices.ascend_image(chip.key)}")
 
 
 def check_npu_image() -> None:

@@ -12,10 +12,12 @@ and an NPU page shows the measured bandwidth alone.
 
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import asdict, dataclass
 
 from . import isolated
+from .platform import platform_for
 
 GB = 1e9
 
@@ -69,8 +71,8 @@ def probe(device: str = "cpu", gib: float = 1.0, repeats: int = 5) -> float:
     import torch
 
     kind = device.split(":")[0]
-    if kind == "npu":
-        import torch_npu  # noqa: F401  (registers the npu device and torch.npu)
+    for module in platform_for(kind).preload:  # torch_npu registers the npu device and torch.npu
+        importlib.import_module(module)
     sync = {"cuda": lambda: torch.cuda.synchronize(), "npu": lambda: torch.npu.synchronize()}.get(kind, lambda: None)
     x = torch.ones(int(gib * 2**30) // 4, dtype=torch.float32, device=device)
     x.sum()
@@ -88,13 +90,14 @@ def measure(backend: str, device_name: str, *, gib: float = 1.0, repeats: int = 
             timeout: float = 600.0, env: dict[str, str] | None = None) -> Bandwidth:
     """The device's read bandwidth, measured now, with the vendor figure where the name matches exactly."""
     how = f"torch sum over {gib:g} GiB fp32, best of {repeats}"
-    if backend == "cpu":
+    plat = platform_for(backend)
+    if not plat.accelerator:
         measured = probe("cpu", gib, repeats)
         how += ", in this build"
     else:
-        device = {"npu": "npu:0", "cuda": "cuda:0"}[backend]
+        device = f"{plat.torch_device}:0"
         measured = float(isolated.call("npu_tutorials.engine.bandwidth:probe", device, gib, repeats, timeout=timeout,
                                        env=env, what=f"the {device} bandwidth probe"))
         how += f", on {device} ({device_name}) in a separate process"
-    nom = nominal(device_name) if backend != "cpu" else None
+    nom = nominal(device_name) if plat.accelerator else None
     return Bandwidth(measured, how, nom[0] if nom else None, nom[1] if nom else None)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
 from ..core.messages import N_
-from .processes import stop_with_parent, tail
+from .processes import kill_group, stop_with_parent, tail
 from .server import VLLMServer
 
 PERCENTILES = "50,99"
@@ -78,16 +78,6 @@ class BenchResult:
             if n > 1:
                 out.append(1000.0 * (lat - ttft) / (n - 1))
         return out
-
-    def per_request(self) -> dict[str, list[float]]:
-        """Per-request samples from vLLM's detailed JSON: ``{"ttft_ms", "tpot_ms", "e2el_ms"}``
-        (TPOT only for requests with more than one output token)."""
-        ttfts, lats = self.data.get("ttfts", []), self.data.get("latencies", [])
-        if len(ttfts) != self.data.get("completed", len(ttfts)):
-            raise TutorialError(f"{self.json_path}: {len(ttfts)} per-request TTFTs for "
-                                f"{self.data.get('completed')} completed requests (run with --save-detailed)")
-        return {"ttft_ms": [1000.0 * t for t in ttfts], "tpot_ms": self.per_request_tpot_ms(),
-                "e2el_ms": [1000.0 * t for t in lats]}
 
 
 def random_prompt_ids(tokenizer: str, *, num_prompts: int, input_len: int, output_len: int, seed: int) -> list[list[int]]:
@@ -165,14 +155,7 @@ class BenchWorker:
     def close(self) -> None:
         _WORKERS.discard(self)
         if self.proc.poll() is None:
-            import os
-            import signal
-
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+            kill_group(self.proc, grace=0)  # SIGKILL at once: nothing in it worth a clean stop
 
 
 _WORKERS: set[BenchWorker] = set()

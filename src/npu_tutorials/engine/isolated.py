@@ -24,11 +24,9 @@ import importlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -38,7 +36,7 @@ SRC_DIR = str(Path(__file__).resolve().parents[2])  # the directory that holds t
 RESULT_ENV = "NPU_TUTORIALS_ISOLATED_RESULT"
 
 
-from .processes import group_alive, kill_with_parent, last_lines, private_rpc_dir  # noqa: E402
+from .processes import group_alive, kill_group, kill_with_parent, last_lines, private_rpc_dir  # noqa: E402
 
 
 class IsolatedError(TutorialError):
@@ -48,29 +46,6 @@ class IsolatedError(TutorialError):
         super().__init__(message)
         self.stderr_tail = stderr_tail
         self.returncode = returncode
-
-
-def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
-    """SIGTERM the child's process group, SIGKILL it after ``grace`` seconds, reap the leader."""
-    pgid = proc.pid  # start_new_session: the child leads its own group
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            proc.poll()
-            if not group_alive(pgid):
-                break
-            time.sleep(0.05)
-        if not group_alive(pgid):
-            break
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _last_line(text: str) -> str:

@@ -87,11 +87,14 @@ def nvidia_process_mib(text: str, pids) -> float | None:
     return total if found else None
 
 
+# The command that lists the device memory each process holds, per accelerator backend
+DEVICE_MEMORY = {"npu": ("npu-smi", ["info"], npu_process_mib), "cuda": ("nvidia-smi", NVIDIA_APPS, nvidia_process_mib)}
+
+
 def read_device_mib(backend: str, pids, run=subprocess.run) -> tuple[float | None, str]:
     """(the device memory ``pids`` hold, the command that said so) on ``backend``; (None, '') on a CPU or where
     the command is missing or fails."""
-    exe, args, parse = {"npu": ("npu-smi", ["info"], npu_process_mib),
-                        "cuda": ("nvidia-smi", NVIDIA_APPS, nvidia_process_mib)}.get(backend, (None, [], None))
+    exe, args, parse = DEVICE_MEMORY.get(backend, (None, [], None))
     path = shutil.which(exe) if exe else None
     if not path:
         return None, ""
@@ -147,7 +150,7 @@ class MemorySampler:
             return
         self.peak.host_mib = max(self.peak.host_mib, rss_mib(pids, self.proc))
         self.peak.samples += 1
-        if device and self.backend in ("npu", "cuda"):
+        if device and self.backend in DEVICE_MEMORY:
             mib, source = read_device_mib(self.backend, pids, self.run)
             if mib is not None:
                 self.peak.device_mib = max(self.peak.device_mib or 0.0, mib)

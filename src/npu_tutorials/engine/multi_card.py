@@ -9,6 +9,7 @@ from math import prod
 
 from . import commands as C
 from .deploy import reader_place, serve_argv
+from .platform import platform_for
 from ..inputs.cards import Card
 
 
@@ -42,10 +43,11 @@ def multi_card(card: Card, backend: str) -> list[Recipe]:
     """One server per card, data parallelism (both for a card that serves on one device) and tensor
     parallelism, on ``card.deploy.cards`` cards of one host."""
     n = card.deploy.cards
-    var = C.VISIBLE_DEVICES_VAR[backend]
-    engine = {k: v for k, v in C.serve_env(card, backend).items() if k != var}
+    plat = platform_for(backend)
+    var = plat.visible_devices_var
+    engine = {k: v for k, v in plat.serve_env(card).items() if k != var}
     place = reader_place(card)
-    host = C.deploy_host(backend, host_network=True)  # vllm-ascend's multi-card container shares the host's network
+    host = plat.listen_host(host_network=True)  # vllm-ascend's multi-card container shares the host's network
     out = []
     if card.serve.tensor_parallel_size == 1:
         exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in engine.items())

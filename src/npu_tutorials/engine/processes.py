@@ -1,8 +1,9 @@
-"""Process-group helpers shared by the server, the benchmark worker and isolated calls.
+"""Process-group helpers shared by the server, the benchmark worker, isolated calls and the browser check.
 
 Children start in a session of their own and die with the build (``PR_SET_PDEATHSIG``);
-a group is alive while any of its processes is; vLLM's ZeroMQ socket files go to a private
-directory that is removed afterwards (and swept when its maker was killed).
+a group is alive while any of its processes is, and :func:`kill_group` stops it (every caller's one
+killer); vLLM's ZeroMQ socket files go to a private directory that is removed afterwards (and swept
+when its maker was killed).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import ctypes
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -39,6 +42,47 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
+
+
+def kill_group(proc: subprocess.Popen, grace: float = 5.0, *, leader_first: bool = False) -> None:
+    """Stop the process group that ``proc`` leads (started with ``start_new_session``) and reap ``proc``.
+
+    ``grace`` > 0: SIGTERM the group, and SIGKILL it unless every process of the group is gone ``grace``
+    seconds later (then 10 s more for that).  ``leader_first`` (a vLLM server, whose leader stops its own
+    workers): at each signal the leader gets the time to exit, and then the rest of the group as long
+    again; otherwise the whole group gets it in all.
+
+    ``grace`` == 0 (nothing in the group worth a clean stop: a benchmark worker, a browser): SIGKILL the
+    group at once and reap the leader only.  The rest of the group is not waited for: orphaned, it is
+    init's to reap, and where PID 1 reaps nothing its zombies would keep the group "alive".
+    """
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    stages = ([(signal.SIGTERM, grace)] if grace > 0 else []) + [(signal.SIGKILL, 10.0)]
+    for sig, wait in stages:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if grace <= 0:
+            break  # the leader only: reaped below
+        if leader_first:
+            try:
+                proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            proc.poll()
+            if not group_alive(pgid):
+                break
+            time.sleep(0.05)
+        if not group_alive(pgid):
+            break
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def private_rpc_dir(env: dict[str, str]) -> str | None:

@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import TutorialError
-
-VISIBLE = {"npu": "ASCEND_RT_VISIBLE_DEVICES", "cuda": "CUDA_VISIBLE_DEVICES"}
+from .platform import platform_for
 
 
 def lease_dir() -> Path:
@@ -43,7 +42,7 @@ def jobs_for(backend: str, devices: int, per_tutorial: int, tutorials: int) -> i
         if jobs < 1:
             raise TutorialError(f"TUTORIAL_JOBS={jobs} must be at least 1")
         return min(jobs, max(1, tutorials))
-    if backend == "cpu":
+    if not platform_for(backend).accelerator:
         return 1
     return max(1, min(tutorials, devices // max(1, per_tutorial)))
 

@@ -38,7 +38,7 @@ from typing import Callable, TextIO
 
 from ..core.errors import TutorialError
 from .memory import MemoryPeak, MemorySampler
-from .processes import group_alive, private_rpc_dir, stop_with_parent, tail
+from .processes import kill_group, private_rpc_dir, stop_with_parent, tail
 
 # How long a server may take to answer: a first graph-mode start on an NPU captures ACL graphs and compiles
 # triton-ascend kernels; vllm-ascend's nightly CI allows VLLM_ENGINE_READY_TIMEOUT_S=1800 for it
@@ -307,40 +307,19 @@ class VLLMServer:
         return self.sampler.peak if self.sampler is not None else MemoryPeak()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Terminate the server's whole process group; escalate to SIGKILL after ``timeout``."""
+        """Terminate the server's whole process group; escalate to SIGKILL after ``timeout``: the leader gets
+        ``timeout`` to exit, then its engine workers as long again (:func:`~npu_tutorials.engine.processes.kill_group`)."""
         if self.sampler is not None:
             self.sampler.stop()
         proc, self.proc = self.proc, None
         _LIVE.discard(self)
         try:
             if proc is not None:
-                self._stop_group(proc, timeout)
+                kill_group(proc, timeout, leader_first=True)
         finally:
             rpc, self._rpc_dir = self._rpc_dir, None
             if rpc:
                 shutil.rmtree(rpc, ignore_errors=True)
-
-    @staticmethod
-    def _stop_group(proc: subprocess.Popen, timeout: float) -> None:
-        pgid = proc.pid
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                continue
-            # the leader is gone; make sure no engine worker of the group lingers
-            deadline = time.monotonic() + wait
-            while group_alive(pgid) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if not group_alive(pgid):
-                break
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
     def __enter__(self) -> "VLLMServer":
         return self.start()

@@ -3,7 +3,8 @@
 Decoding one token at concurrency 1 reads every weight matrix once, one row of
 an untied input embedding, and the KV cache so far (:func:`decode_bytes`), so
 ``bytes read / TPOT`` is the bandwidth the engine achieved; over the device's
-bandwidth it is the roofline fraction.  The bandwidth is measured by a probe on
+bandwidth it is the roofline fraction (:func:`npu_tutorials.record.headline.roofline_fraction`,
+in ``record`` so that the headline figures use it too).  The bandwidth is measured by a probe on
 the device in the same build (:mod:`npu_tutorials.engine.bandwidth`).
 """
 
@@ -86,25 +87,6 @@ def mean_decode_context(input_len: int, output_len: int) -> float:
     """Mean context length over the decode steps TPOT averages (tokens 2..output_len):
     input_len + 1 ... input_len + output_len - 1, i.e. input_len + output_len / 2."""
     return input_len + output_len / 2
-
-
-def weight_bytes(path: str | Path, dtype: str) -> int:
-    """Weight bytes one decoding step reads (no KV cache): ``checkpoint_decode_bytes(...)["weights"]``.
-
-    Kept for callers of the old name; it no longer counts the whole untied input embedding
-    (a decode step reads one row of it).  Use :func:`decode_bytes` for the breakdown and the KV cache."""
-    return int(checkpoint_decode_bytes(path, dtype)["weights"])
-
-
-def roofline(weight_bytes_: float, tpot_ms: float, bandwidth: float | None) -> dict:
-    """``weight_bytes_``: bytes one decode step reads (``decode_bytes(...)["total"]``)."""
-    achieved = weight_bytes_ / (tpot_ms / 1000.0)
-    out = {"weight_bytes": weight_bytes_, "tpot_ms": tpot_ms, "achieved_bytes_per_s": achieved,
-           "bandwidth_bytes_per_s": bandwidth, "roofline_tokens_per_s": None, "fraction": None}
-    if bandwidth:
-        out["roofline_tokens_per_s"] = bandwidth / weight_bytes_
-        out["fraction"] = achieved / bandwidth
-    return out
 
 
 def _sync(device: str) -> None:

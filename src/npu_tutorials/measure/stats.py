@@ -29,27 +29,3 @@ def summarize(values: Iterable[float]) -> dict:
         raise ValueError(f"non-finite samples: {a[~np.isfinite(a)].tolist()[:5]}")
     return Stat.of(a).model_dump()  # one definition of median and quartiles: schema's Stat
 
-
-def _num(v: float, digits: int) -> str:
-    if v != 0 and (abs(v) >= 10 ** digits or abs(v) < 10 ** -(digits - 1)):
-        return f"{v:.{digits - 1}e}"
-    return f"{v:.{digits}g}"
-
-
-def format_summary(s: dict, digits: int = 3, unit: str = "") -> str:
-    """``"12.3 ms (IQR 11.9–12.8, n=16)"``; a single sample shows ``(n=1)`` only."""
-    u = f" {unit}" if unit else ""
-    if s["n"] == 1:
-        return f"{_num(s['median'], digits)}{u} (n=1)"
-    return f"{_num(s['median'], digits)}{u} (IQR {_num(s['q1'], digits)}–{_num(s['q3'], digits)}, n={s['n']})"
-
-
-def relative_iqr(s: dict) -> float:
-    """(q3 - q1) / median: the spread relative to the value (0 for one sample)."""
-    return (s["q3"] - s["q1"]) / s["median"] if s["median"] else float("inf")
-
-
-def relative_difference(a: float, b: float) -> float:
-    """|a - b| / mean(a, b): the run-to-run difference of one figure."""
-    m = (abs(a) + abs(b)) / 2
-    return abs(a - b) / m if m else 0.0

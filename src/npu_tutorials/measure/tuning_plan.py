@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..core.messages import N_, _
+from ..engine.platform import platform_for
 from ..inputs.knobs import combinable, in_effect, merge, preloaded, resolve_env
 from ..record.schema_base import Message
 
@@ -194,7 +195,7 @@ def measured_best(docs: Sequence) -> tuple | None:
     for doc in sorted(docs, key=lambda d: d.provenance.built_at, reverse=True):
         t = doc.results.tuning
         copied = "tuning" in doc.results.from_records  # shown from another record: that one counts
-        if doc.provenance.backend == "npu" and doc.provenance.status == "complete" and t and t.best and not copied:
+        if platform_for(doc.provenance.backend).ascend and doc.provenance.status == "complete" and t and t.best and not copied:
             row = row_named(t.rows, t.best)
             if row is not None:
                 return doc, row

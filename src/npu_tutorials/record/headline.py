@@ -65,8 +65,8 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
     * median TTFT and TPOT: median over every request of those runs (pooled);
     * without that benchmark, the concurrency sweep: throughput at the highest concurrency, TTFT and
       TPOT at concurrency 1, each likewise;
-    * roofline fraction: bytes per decode step / (median TPOT at concurrency 1 x measured bandwidth),
-      its spread from the TPOT's.
+    * roofline fraction: bytes per decode step / (median TPOT at concurrency 1 x measured bandwidth)
+      (:func:`roofline_fraction`), its spread from the TPOT's.
     """
     r, out = doc.results, {}
     meta = {k: (label, unit, better) for k, label, unit, better in METRICS}
@@ -94,10 +94,24 @@ def headline_figures(doc: ResultsDoc) -> dict[str, Figure]:
     e = r.efficiency
     if e and e.fraction is not None:
         t = e.tpot_ms
-        f = e.fraction * t.median  # fraction x TPOT is constant: bytes / bandwidth
-        put("roofline_fraction", Stat(median=e.fraction, q1=f / t.q3, q3=f / t.q1, min=f / t.max, max=f / t.min,
+
+        def at(tpot_ms: float) -> float:  # the fraction a step of that TPOT reaches: the slower, the lower
+            return roofline_fraction(e.decode_bytes.total, tpot_ms, e.measured_bandwidth)
+
+        put("roofline_fraction", Stat(median=e.fraction, q1=at(t.q3), q3=at(t.q1), min=at(t.max), max=at(t.min),
                                       n=t.n), _("{n} requests at concurrency 1", n=t.n))
     return out
+
+
+def roofline_fraction(bytes_per_step: float, tpot_ms: float, bandwidth_bytes_per_s: float | None) -> float | None:
+    """THE roofline fraction: the bandwidth a decode step achieved (``bytes_per_step`` read in ``tpot_ms``)
+    over the device's measured bandwidth; None without a measured bandwidth.
+
+    It lives here, in ``record`` (below ``measure`` in the layers), so that the headline figures and the
+    tutorial steps that record the fraction (efficiency, tuning) share one definition."""
+    if not bandwidth_bytes_per_s:
+        return None
+    return (bytes_per_step / (tpot_ms / 1000.0)) / bandwidth_bytes_per_s
 
 
 def gated_steps(card) -> list[str]:
@@ -105,16 +119,6 @@ def gated_steps(card) -> list[str]:
     the report's conditions, or, for a card with sweeps (whose page runs no such benchmark), the
     concurrency sweep and the roofline (``scripts/repeatability.py`` runs these to measure their noise)."""
     return ["concurrency_sweep", "efficiency"] if card.sweeps else ["benchmark"]
-
-
-def headlines(doc: ResultsDoc) -> dict[str, float]:
-    """The headline figures' medians (:func:`headline_figures`)."""
-    return {k: f.value for k, f in headline_figures(doc).items()}
-
-
-def headline_stats(doc: ResultsDoc) -> dict[str, Stat]:
-    """The headline figures' statistics (:func:`headline_figures`), as the regression gate compares them."""
-    return {k: f.stat for k, f in headline_figures(doc).items()}
 
 
 def accuracy_verdict(doc: ResultsDoc) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from ..core.model import StrictModel
+from ..engine.platform import platform_for
 from .schema_base import Message, Stat
 from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Memory, Tuning, TuningRow
 
@@ -60,7 +61,7 @@ class Machine(StrictModel):
 
     @property
     def device_label(self) -> str:
-        if self.backend == "cpu" or not self.devices:
+        if not platform_for(self.backend).accelerator or not self.devices:
             return f"{self.cpu_model} ({self.cpu_count} cores)"
         names = sorted({d.name for d in self.devices})
         return f"{' / '.join(names)} x {len(self.devices)}"
@@ -70,7 +71,7 @@ class Machine(StrictModel):
         """A file-name key for 'this kind of machine' (results/<model>/<slug>.json)."""
         import re
 
-        if self.backend == "cpu":
+        if not platform_for(self.backend).accelerator:
             base = f"cpu-{self.cpu_model}-{self.cpu_count}c-{'bf16' if self.cpu_native_bf16 else 'nobf16'}"
         else:
             base = f"{self.backend}-{self.devices[0].name if self.devices else 'unknown'}"

@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 from ..core.errors import TutorialError
+from ..engine.backend import BACKENDS
 from ..inputs.cards import CARDS_DIR, load_card
 
 API_VERSION = 1
@@ -131,7 +132,7 @@ def bundle(stem: str, key: str, doc_file: Path | None, commit: str) -> bytes:
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.write(gallery_dir() / f"{stem}.py", f"{stem}/gallery/{stem}.py")
         z.write(CARDS_DIR / f"{key}.yaml", f"{stem}/cards/{key}.yaml")
-        for backend in ("npu", "cuda", "cpu"):
+        for backend in BACKENDS:
             z.writestr(f"{stem}/deploy-{backend}.sh", deploy_script(card, backend, deploy.steps(card, backend)))
         if doc_file is not None:
             z.write(doc_file, f"{stem}/results/{key}.json")

@@ -7,6 +7,7 @@ import unicodedata
 from pathlib import Path
 
 from ..core.messages import N_, _, in_lang
+from ..engine.platform import platform_for
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
 from .freshness import freshness_block
@@ -76,7 +77,7 @@ def build_banner(doc, lang: str | None = None) -> str:
     """The warning a page (or the landing page) carries when it was not built on an accelerator with
     real weights, in ``lang``; empty otherwise."""
     p = doc.provenance
-    on_cpu = p.backend == "cpu"
+    on_cpu = not platform_for(p.backend).accelerator
     stand_in = p.weights is not None and p.weights.kind == "stand-in"
     if not (on_cpu or stand_in):
         return ""

@@ -18,7 +18,8 @@ def plan_build(gallery_dir: str | Path, only: str = "", shard: str | None = None
 
     import os
 
-    from ..engine.scheduler import VISIBLE, jobs_for
+    from ..engine.platform import platform_for
+    from ..engine.scheduler import jobs_for
 
     backend = detect_backend()
     hw = build_hardware(backend) if not assemble else None
@@ -27,8 +28,9 @@ def plan_build(gallery_dir: str | Path, only: str = "", shard: str | None = None
     sel.jobs = jobs_for(backend, hw.devices if hw else 0, per, len(sel.execute))
     if sel.jobs > 1:
         os.environ["TUTORIAL_JOBS_RUNNING"] = str(sel.jobs)  # each tutorial takes its share of the host's cores
-        if backend in VISIBLE and not os.environ.get("TUTORIAL_DEVICE_POOL"):
-            inherited = os.environ.get(VISIBLE[backend])
+        var = platform_for(backend).visible_devices_var
+        if var and not os.environ.get("TUTORIAL_DEVICE_POOL"):
+            inherited = os.environ.get(var)
             os.environ["TUTORIAL_DEVICE_POOL"] = inherited or ",".join(str(i) for i in range(hw.devices))
     d = Path(gallery_dir)
     d.mkdir(parents=True, exist_ok=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..engine import commands as C
 from ..engine import devices
 from ..inputs.cards import Card
-from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, reader_place, serve_argv, steps,
+from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, steps,
                              targets)
 from ..engine.multi_card import multi_card
+from ..engine.platform import platform_for
 
 
 # -- reStructuredText --------------------------------------------------------------------------------
@@ -49,8 +50,10 @@ def _notes_rst(card: Card) -> str:
 
 def _multi_rst(card: Card, backend: str) -> str:
     n = card.deploy.cards
-    parts = [f"**Several cards.** Three ways to use {n} cards of one host{' (replace the container of step 1 by one with all of them)' if backend == 'npu' else ''}:\n"]
-    if backend == "npu":
+    plat = platform_for(backend)
+    container = " (replace the container of step 1 by one with all of them)" if plat.containerized else ""
+    parts = [f"**Several cards.** Three ways to use {n} cards of one host{container}:\n"]
+    if plat.containerized:
         parts.append(_code(C.format_docker(container_argv(card, devices=range(n), multi_card=True))))
         a3 = devices.FAMILY["a3"]
         parts.append(f"Each ``--device /dev/davinciN`` is one chip: ``ASCEND_RT_VISIBLE_DEVICES`` and the "
@@ -77,16 +80,7 @@ def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | 
     if found is None:
         return None
     doc, row = found
-    return C.deploy_argv(card, "npu", extra=row.flags), {**C.serve_env(card, "npu"), **row.env}, doc, row
-
-
-def serve_commands(card: Card) -> list[list[str]]:
-    """Every copy-paste serve command the page shows (tests parse each with vLLM's parser)."""
-    out = [serve_argv(card, b, reader_place(card)) for b in BACKENDS]
-    for b in ("npu", "cuda"):
-        out += [r.argv for r in multi_card(card, b)]
-    tuned = tuned_npu(card)  # the NPU tab's measured best combination, where an NPU build recorded one
-    return out + ([tuned[0]] if tuned else [])
+    return C.deploy_argv(card, "npu", extra=row.flags), {**platform_for("npu").serve_env(card), **row.env}, doc, row
 
 
 def _tuned_rst(card: Card, serve_step: int) -> str:
@@ -118,21 +112,22 @@ def _tuned_rst(card: Card, serve_step: int) -> str:
 
 def _tab_rst(card: Card, backend: str) -> str:
     parts = [f"**Versions.** These commands target {targets(backend)}\n"]
-    if backend == "npu" and C.needs_conversion(card, backend):
+    plat = platform_for(backend)
+    if plat.ascend and C.needs_conversion(card, backend):
         note = C.NATIVE_NPU_NOTE.format(arch=card.architecture, vllm=C.VLLM_ASCEND_STACK['vllm'])
         parts.append(f"{note[0].upper()}{note[1:]}; the commands below use the converted checkpoint, which needs "
                      "no remote code.\n")
     tab_steps = steps(card, backend)
     for i, step in enumerate(tab_steps, 1):
         parts.append(_step_rst(i, step))
-    if backend == "npu":
+    if plat.ascend:
         tuned = _tuned_rst(card, 1 + [s.key for s in tab_steps].index("serve"))
         if tuned:
             parts.append(tuned)
         p = devices.FAMILY["310p"]
         parts.append(f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image and ``--dtype {p.dtype}``: it "
                      "has no bfloat16 (graph mode works there too).\n")
-    if backend == "cpu":
+    if not plat.accelerator:
         parts.append("On a CPU without AVX512-BF16 or AMX (``lscpu | grep -o 'avx512_bf16\\|amx_bf16'`` prints "
                      "nothing), bfloat16 is emulated and several times slower than float32: serve with "
                      "``--dtype float32`` there. Stop the server with Ctrl-C.\n")

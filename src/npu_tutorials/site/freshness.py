@@ -13,6 +13,7 @@ import subprocess
 from urllib.parse import quote
 
 from ..core.messages import _, in_lang
+from ..engine.platform import platform_for
 from .api import bundle_path, rerun_command
 
 FRESH_MARK = "tut-freshness"
@@ -72,7 +73,7 @@ def scope_line(doc, lang: str | None = None) -> str:
         return _("**Scope:** stand-in weights. These numbers show that the tutorial runs end to end and how "
                  "{device} performs; they are not deployment figures, and generated text means nothing.",
                  device=p.device)
-    if p.backend == "cpu":
+    if not platform_for(p.backend).accelerator:
         return _("**Scope:** the real weights on a CPU. The accuracy checks hold for these weights; the speed is "
                  "this CPU's ({device}), not an accelerator's.", device=p.device)
     return _("**Scope:** one host ({device}) at one version, not a specification: run the benchmark on your own "

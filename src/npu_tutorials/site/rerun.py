@@ -16,8 +16,9 @@ IGNORED_VARIABLES = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", 
 
 
 PACKAGE = Path(__file__).resolve().parents[1]
-# the parts of the package that only draw a page from its results document (a change re-renders, no re-run)
-DRAWS_ONLY = ("views", "checks", "core/messages.py", "core/tables.py", "site/render.py", "site/banners.py",
+# the parts of the package that only draw a page from its results document (a change re-renders, no re-run), and
+# the commands (cli), which no page runs
+DRAWS_ONLY = ("views", "checks", "cli", "core/messages.py", "core/tables.py", "site/render.py", "site/banners.py",
               "site/landing.py", "site/pages.py", "site/i18n.py", "site/deploy_page.py", "site/generated.py",
               "site/runner_page.py", "site/recorded_page.py", "site/freshness.py", "site/api.py",
               "site/overview.py")

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ..inputs.cards import Card, load_card
+from ..engine.platform import platform_for
 from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
 
@@ -65,7 +66,7 @@ def fits(card: Card, hw: Hardware, named: bool = False, stem: str = "") -> str:
     """'' when the tutorial fits this build's hardware, else why not (one line).  ``named``: the build names
     the tutorial (``TUTORIAL_ONLY``), which a card that a default CPU build leaves out asks for."""
     r = card.requires
-    if hw.backend == "cpu":
+    if not platform_for(hw.backend).accelerator:
         if not r.cpu:
             return "it cannot run on a CPU build (its card says cpu: false)"
         if hw.memory_gib is not None and hw.memory_gib < r.cpu_memory_gib:
@@ -129,7 +130,7 @@ def build_hardware(backend: str, env=None) -> Hardware:
     d = env.to_dict() if hasattr(env, "to_dict") else dict(env)
     devices = d.get("devices") or []
     mems = [x.get("memory_gib") for x in devices if x.get("memory_gib")]
-    count = len(devices) if devices else (0 if backend == "cpu" else int(d.get("device_count") or 0))
+    count = len(devices) if devices else (int(d.get("device_count") or 0) if platform_for(backend).accelerator else 0)
     return Hardware(backend, count, min(mems) if mems else None, d.get("memory_gib"))
 
 

@@ -25,10 +25,11 @@ import os
 import shutil
 import time
 
-from ..engine.backend import accuracy_dtype, describe_environment, detect_backend, engine_dtype, host_threads
+from ..engine.backend import describe_environment, detect_backend, host_threads
+from ..engine.platform import Platform, platform_for
 from ..core.errors import TutorialError
 from ..core.progress import Progress
-from ..engine.scheduler import VISIBLE, lease_devices
+from ..engine.scheduler import lease_devices
 from ..inputs.cards import load_card
 from ..inputs.digest import card_digest
 from ..inputs.weights import weights_mode
@@ -47,13 +48,12 @@ PROFILES = ("full", "quick")
 _ACTIVE: list["Tutorial"] = []
 
 
-def select_profile(card, backend: str, requested: str | None = None) -> str:
+def select_profile(card, plat: Platform, requested: str | None = None) -> str:
+    """``TUTORIAL_PROFILE`` (or ``requested``), else the platform's default for the card."""
     value = (requested or os.environ.get("TUTORIAL_PROFILE") or "").strip().lower()
     if value and value not in PROFILES:
         raise TutorialError(f"TUTORIAL_PROFILE={value!r} is not one of full, quick")
-    if value:
-        return value
-    return "full" if backend in ("npu", "cuda") else card.benchmark.cpu_default
+    return value or plat.default_profile(card)
 
 
 def machine_of(env, threads: int | None = None) -> Machine:
@@ -95,10 +95,11 @@ def new_state(key: str) -> TutorialState:
     card = load_card(key)
     progress = Progress(card.key)
     backend = detect_backend()
+    plat = platform_for(backend)
     with progress.step("environment"):
         env = describe_environment(backend)
-    profile_name = select_profile(card, backend)
-    e = engine_dtype(card.serve.dtype, backend, env.device_name, env.soc_version)
+    profile_name = select_profile(card, plat)
+    plan = plat.plan(card, profile_name, env.device_name, env.soc_version)
     jobs = max(1, int(os.environ.get("TUTORIAL_JOBS_RUNNING", "1")))
     threads = max(1, host_threads() // jobs)  # concurrent tutorials share the host's cores
     import torch  # the fp32 reference and CPU baselines use their share of the cores
@@ -107,19 +108,17 @@ def new_state(key: str) -> TutorialState:
     machine = machine_of(env, threads)
     doc = ResultsDoc(model=key, provenance=Provenance(
         built_at=now_utc(), git_commit=git_commit(), backend=backend, device=machine.device_label,
-        machine=machine, profile=profile_name, engine_dtype=e.dtype, card_digest=card_digest(key),
+        machine=machine, profile=profile_name, engine_dtype=plan.dtype.dtype, card_digest=card_digest(key),
         status="running"))
-    s = TutorialState(card=card, backend=backend, env=env, progress=progress, profile_name=profile_name,
-                      dtype=e.dtype, dtype_note=e.why, eager_required=e.eager_required,
-                      accuracy_dtype=accuracy_dtype(card.serve.dtype, backend, e.dtype), threads=threads,
-                      mode=weights_mode(), doc=doc, artifacts=artifacts_dir() / card.key, t0=t0)
+    s = TutorialState(card=card, platform=plat, env=env, progress=progress, profile_name=profile_name, plan=plan,
+                      threads=threads, mode=weights_mode(), doc=doc, artifacts=artifacts_dir() / card.key, t0=t0)
     doc.results.conditions = Conditions(profile=profile_name, dtype=s.dtype, dtype_note=s.dtype_note, eager=s.eager)
-    if backend in VISIBLE:
+    if plat.visible_devices_var:
         with s.step("device lease"):
             lease = lease_devices(card.requires.devices, on_wait=lambda: progress.maybe_say("waiting for free devices"))
         if lease is not None:
             s.leases.append(lease)
-            s.device_env = {VISIBLE[backend]: ",".join(lease.names)}
+            s.device_env = {plat.visible_devices_var: ",".join(lease.names)}
     shutil.rmtree(s.artifacts, ignore_errors=True)  # nothing stale from an earlier run
     s.artifacts.mkdir(parents=True)
     return s

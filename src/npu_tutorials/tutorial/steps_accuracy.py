@@ -124,13 +124,13 @@ class AccuracySteps:
         f, fn = self.s.results.functional, self.s.card.functional
         if f is None:
             raise TutorialError("record_completion() first: this compares its request")
-        srv, chat = self.serving.need_server(), fn.endpoint == "chat"
+        srv, chat = self.serving.server_for("performance"), fn.endpoint == "chat"
         n = min(fn.max_tokens, FUNCTIONAL_GREEDY_TOKENS)
         with self.s.step(f"functional request, greedy, engine beside the fp32 reference ({n} tokens)"):
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, [f.prompt], n, chat=chat,
                                                 stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
         row = _text_rows(rows, _near_tie_bound(self.s.card.accuracy), chat)[0]
-        self.s.results.functional = f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.server_dtype,
+        self.s.results.functional = f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.servers.dtype,
                                                                 "greedy_tokens": n})
         return row
 
@@ -190,7 +190,7 @@ class AccuracySteps:
                 for (o, _), p in zip(outs, problems)]
         out = TaskScore(source=source, rows=rows, correct=sum(r.correct for r in rows), total=len(rows),
                         max_tokens=size.max_tokens, truncated=sum(f == "length" for _, f in outs),
-                        meaningful_for_model_quality=self.s.real, engine_dtype=self.s.server_dtype)
+                        meaningful_for_model_quality=self.s.real, engine_dtype=self.s.servers.dtype)
         self.s.results.gsm = out
         return out
 

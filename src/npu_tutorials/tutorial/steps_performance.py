@@ -10,6 +10,7 @@ from ..measure import efficiency, reference
 from ..engine.bench import run_seed, run_serving_benchmark
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
+from ..record.headline import roofline_fraction
 from ..record.schema import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Stat
 from .records import RecordSteps
 from .state import TutorialState
@@ -81,7 +82,7 @@ class PerformanceSteps:
             r.efficiency = r.speedup / r.concurrency
         self.s.results.concurrency_sweep = rows
         if self.s.results.memory is None:  # a page measured by sweeps alone: the memory held meanwhile
-            self.serving.record_memory(self.serving.need_server())
+            self.serving.record_memory(self.serving.server_for("performance"))
         return rows
 
     def efficiency(self) -> Efficiency:
@@ -96,8 +97,7 @@ class PerformanceSteps:
         if not conc:
             raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
         one = next(r for r in conc if r.concurrency == 1)
-        if self.s.server is not None:
-            self.s.server.stop()
+        self.s.servers.stop()
         with self.s.step("bandwidth probe"):
             bw = bandwidth.measure(self.s.backend, self.s.env.device_name, env={**os.environ, **self.s.device_env})
         base = self.s.profile
@@ -109,7 +109,7 @@ class PerformanceSteps:
         out = Efficiency(decode_bytes=decode, tpot_ms=one.tpot_ms, achieved_bytes_per_s=achieved,
                          measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
                          nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
-                         fraction=achieved / bw.measured_bytes_per_s if bw.measured_bytes_per_s else None)
+                         fraction=roofline_fraction(decode.total, one.tpot_ms.median, bw.measured_bytes_per_s))
         self.s.results.efficiency = out
         if self.sweep.transformers_baseline:
             out.baselines = self._transformers_baseline(conc)
@@ -125,7 +125,7 @@ class PerformanceSteps:
 
         base = self.s.profile
         reference.release()  # the baseline loads the model again; do not hold two copies
-        device = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[self.s.backend]
+        device = self.s.platform.torch_device
         one = next(r for r in conc if r.concurrency == 1)
         top = max(r.concurrency for r in conc)
         points = [one, next(r for r in conc if r.concurrency == top)]
@@ -138,7 +138,7 @@ class PerformanceSteps:
             res = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput_points",
                                 str(self.s.serve_path), spec, device, self.s.dtype,
                                 repeats=max(1, self.sweep.repeats), threads=self.s.threads,
-                                preload=["torch_npu"] if self.s.backend == "npu" else [], timeout=3600,
+                                preload=list(self.s.platform.preload), timeout=3600,
                                 env={**os.environ, **self.s.device_env},
                                 what=f"the transformers baseline (batch {sizes})")
         baselines = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..engine.commands import CONVERTED_ARCHS
 from ..core.errors import TutorialError
+from ..record.headline import roofline_fraction
 from ..record.schema import Tuning, TuningRow
 from ..measure.tuning_plan import GRAPH, SKIP_FAILED
 from ..record.schema_base import Message
@@ -22,11 +23,6 @@ from .records import RecordSteps
 from .state import TutorialState
 from .steps_performance import PerformanceSteps
 from .steps_serving import ServingSteps
-
-GRAPH_MODE = {"npu": "ACL graph (vllm-ascend's default without --enforce-eager)",
-              "cuda": "CUDA graphs (vLLM's default without --enforce-eager)",
-              "cpu": "torch.compile (vLLM's default without --enforce-eager)"}
-
 
 class TuningSteps:
     """The report's conditions beside graph mode, each of the card's knobs, and the best combination."""
@@ -41,8 +37,12 @@ class TuningSteps:
         p = self.s.profile
         return float(decode_bytes(config, self.s.dtype, mean_decode_context(p.input_len, p.output_len))["total"])
 
-    def _fraction(self, bytes_: float, tpot_ms: float, bw: float | None) -> float | None:
-        return (bytes_ / (tpot_ms / 1000.0)) / bw if bw else None
+    def _start(self, what: str, *, flags, env: dict[str, str], label: str, model=None):
+        """A graph-mode server of one configuration (the running one stopped first)."""
+        pool = self.s.servers
+        spec = pool.spec_for("performance", port=self.s.port(), graphs=True, flags=tuple(flags),
+                             env=self._knob_env(env), model=model, label=label)
+        return pool.start(spec, what)
 
     def _knob_env(self, env: dict[str, str]) -> dict[str, str]:
         """A configuration's environment as its server gets it: a preload goes in front of the build's own."""
@@ -62,18 +62,18 @@ class TuningSteps:
             thr1, tpot1, thr_top = conc[1].output_throughput, conc[1].tpot_ms, conc[top].output_throughput
             startup = self.s.results.server.startup_s
         else:
-            mode = f" ({GRAPH_MODE[self.s.backend]})" if srv.name == GRAPH else ""
+            mode = f" ({self.s.platform.graph_mode})" if srv.name == GRAPH else ""
             with self.s.step(f"tuning: {srv.name}{mode}"):
-                self.serving.launch(self.s.dtype, f"server start, {srv.name}", graphs=True, flags=list(srv.flags),
-                             env=self._knob_env(srv.env), label=f"-tune{len(self.s.results.tuning.rows)}")
+                self._start(f"server start, {srv.name}", flags=srv.flags, env=srv.env,
+                            label=f"-tune{len(self.s.results.tuning.rows)}")
                 tag = f"tune{len(self.s.results.tuning.rows)}-"
                 thr1, tpot1, _ = self.performance.point(1, tag)
                 thr_top, _, _ = self.performance.point(top, tag)
                 startup = self.s.server.startup_s
-                self.s.server.stop()
+                self.s.servers.stop()
         return TuningRow(name=srv.name, flags=list(srv.flags), env=dict(srv.env), knobs=list(srv.knobs),
                          startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
-                         high_concurrency=top, fraction=self._fraction(bytes_, tpot1.median, bw))
+                         high_concurrency=top, fraction=roofline_fraction(bytes_, tpot1.median, bw))
 
     def _measure_knobs(self, srv, bytes_: float, bw: float | None) -> TuningRow | None:
         """:meth:`_measure_config` for a configuration with knobs: one whose server does not start or dies
@@ -81,8 +81,7 @@ class TuningSteps:
         try:
             return self._measure_config(srv, bytes_, bw)
         except TutorialError as exc:
-            if self.s.server is not None:
-                self.s.server.stop()
+            self.s.servers.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             self.s.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = Message.of(SKIP_FAILED, error=first)
             return None
@@ -97,7 +96,7 @@ class TuningSteps:
         import os
 
         from ..measure import tuning_plan as plan
-        from ..engine.commands import deploy_argv, format_command, serve_env
+        from ..engine.commands import deploy_argv, format_command
         from ..inputs.standin import ensure_standin, tiny_config
 
         t = self.s.card.tuning
@@ -112,8 +111,7 @@ class TuningSteps:
         config = json.loads((self.s.serve_path / "config.json").read_text())
         bytes_ = self._decode_bytes(config)
         self.s.results.tuning = out = Tuning(rows=[])
-        if self.s.server is not None:
-            self.s.server.stop()
+        self.s.servers.stop()
         rows = out.rows
         conc = {p.concurrency for p in self.s.results.concurrency_sweep or []}
         swept = 1 in conc and max(self.performance.sweep.concurrency) in conc and self.s.results.server is not None
@@ -143,15 +141,15 @@ class TuningSteps:
                     from ..inputs.convert import ensure_converted
 
                     tiny_path = ensure_converted(tiny.path)
-                self.serving.launch(self.s.dtype, "server start, tiny model, graph mode", graphs=True, flags=best.flags,
-                             env=self._knob_env(best.env), model=tiny_path, label="-tiny")
+                self._start("server start, tiny model, graph mode", flags=best.flags, env=best.env, model=tiny_path,
+                            label="-tiny")
                 _, tiny_tpot, _ = self.performance.point(1, "tune-tiny-")
-                self.s.server.stop()
+                self.s.servers.stop()
             out.fixed_overhead_ms = tiny_tpot.median
             if bw:
                 out.bandwidth_bound_ms = 1000.0 * bytes_ / bw
         argv = deploy_argv(self.s.card, self.s.backend, extra=best.flags)
-        out.command = format_command(argv, {**serve_env(self.s.card, self.s.backend), **best.env}, exports=True)
+        out.command = format_command(argv, {**self.s.platform.serve_env(self.s.card), **best.env}, exports=True)
         out.best = best.name
         out.limit = self._limit_text(best, out)
         return out

@@ -8,6 +8,7 @@ from ..inputs.cards import Card
 from ..core.errors import TutorialError
 from ..core.messages import _
 from ..record.schema import Check, ResultsDoc
+from ..engine.platform import platform_for
 from ..record.schema_base import Message
 from ..core.tables import Note, Verdict
 from ..inputs.weights import STANDIN_VERDICT
@@ -31,7 +32,7 @@ def memory_rows(m, backend: str) -> list[list[str]]:
     if m.device_peak_mib is not None:
         rows.append([_("device memory held, peak ({source})", source=m.device_source),
                      f"{m.device_peak_mib / 1024:.2f}", "GiB"])
-    elif backend != "cpu":
+    elif platform_for(backend).accelerator:
         rows.append([_("device memory held"), _("not read: the device's tool listed none of its processes"), ""])
     if m.kv_cache_tokens is not None:
         size = f"{m.kv_cache_tokens:,}" + (f" ({m.kv_cache_gib:g} GiB)" if m.kv_cache_gib else "")

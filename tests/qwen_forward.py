@@ -9,6 +9,9 @@ mlp(h) = c_proj(w1(h) * silu(w2(h))).  RoPE rotates pairs (i, i + d/2) with
 inv_freq = base^(-2i/d) over the whole head (rotary_pct 1).  Dynamic NTK and
 logn scaling are inactive up to seq_length tokens, so they are not modelled;
 the caller must stay within that length.
+
+A test oracle (tests/test_convert.py, tests/test_planted.py), not part of the package: the tests
+import it as ``qwen_forward`` (conftest.py puts tests/ on the path).
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""Post-build check: is the built site publishable?  One line per page that is not (exit 1).
+
+  --strict (make check, CI): every tutorial executed, with tables, figures and provenance.
+  --built  (the end of make html): every executed page is good (no traceback, provenance equal
+           to its results JSON); a page rendered without execution must say so.
+  --lang2 zh_CN  also: the second language's site mirrors the English one (every page, the language
+           switch of each, a tutorial page's tables and figures); make html and make check pass it.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import ROOT
+from ..core.errors import run_cli
+from ..checks.site_check import check
+
+
+def run() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=str(ROOT / "_build"))
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--strict", dest="strict", action="store_true", default=True)
+    mode.add_argument("--built", dest="strict", action="store_false")
+    ap.add_argument("--lang2", default="", metavar="LANG",
+                    help="also check the site of this second language (html/LANG) against the English one")
+    ap.add_argument("--gate", action="store_true", help="also compare with the recorded baselines (GATE=1)")
+    ap.add_argument("--confirm", type=int, default=None, metavar="N",
+                    help="with --gate: measure a model whose figure is beyond its limit N times more (a fresh "
+                         "server each) and fail on the majority (CONFIRM=N; default gate.CONFIRM; 0: never)")
+    a = ap.parse_args()
+    # make check and the end of make html both judge the selection (TUTORIAL_ONLY) only: a page this build was
+    # not asked to execute is not this build's to fail
+    only = os.environ.get("TUTORIAL_ONLY", "")
+    problems = check(Path(a.build_dir), only, strict=a.strict)
+    pages = list(problems)  # printed last: a failed page's cause is the build's last line
+    if not problems:
+        print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
+              "check: every page is publishable (executed pages are complete, the others say they did not run)")
+    if a.lang2:
+        from ..checks.translations import mirror_problems
+
+        mirror = mirror_problems(Path(a.build_dir) / "html", a.lang2)
+        for p in mirror:
+            print(f"languages: {p}", file=sys.stderr)
+        if not mirror:
+            print(f"languages: every page has its {a.lang2} counterpart, with the same tables and figures, and "
+                  "a language switch that resolves")
+        problems += mirror
+    if a.strict:  # the methods page's recorded controls: measured with today's check code and thresholds?
+        from ..checks.methods import stale_controls
+
+        for line in stale_controls():
+            print(f"check: stale record: {line}")
+    from ..checks.publish import publish_problems, publish_target
+
+    target = publish_target()
+    if target:
+        pub = publish_problems(Path(a.build_dir), target, only)
+        for p in pub:
+            print(f"publish: {p}", file=sys.stderr)
+        if not pub:
+            print(f"publish: every tutorial ran on {target} with real, identified weights")
+        problems += pub
+    if a.gate:
+        from ..checks.site_check import gate_lines
+
+        from ..checks.gate import CONFIRM
+        from ..tutorial.remeasure import measure_gated
+
+        confirm = CONFIRM if a.confirm is None else max(0, a.confirm)
+        notes, regressions = gate_lines(Path(a.build_dir), only, confirm=confirm, remeasure=measure_gated)
+        for line in notes:
+            print(f"gate: {line}")
+        for line in regressions:
+            print(f"gate: {line}", file=sys.stderr)
+        problems += regressions
+    sys.stdout.flush()  # the lines above first, also where stdout is a pipe
+    for p in pages:
+        print(f"check: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def main() -> None:
+    """``scripts/check_site.py`` and ``npu-tutorials-check-site``: :func:`run`, a
+    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
+    run_cli(run)
+
+
+if __name__ == "__main__":
+    main()

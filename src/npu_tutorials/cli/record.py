@@ -1,0 +1,41 @@
+"""make record: store this build's complete results documents in results/<model>/<machine>.json.
+
+Refuses (one line, exit 2) a document from a failed or partial run, from
+uncommitted code, or one that fails the regression gate against the record it
+would replace (unless REASON="..." says why; the record keeps the reason).  Commit the files it writes: they are what later builds on
+other machines show under "On other hardware", and the regression baselines.
+"""
+
+import argparse
+import os
+from pathlib import Path
+
+from . import ROOT
+from ..core.errors import run_cli
+
+
+def run() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=str(ROOT / "_build"))
+    ap.add_argument("--into", default=None, help="recorded results folder (default: results/ in the repository)")
+    ap.add_argument("--reason", default=os.environ.get("REASON", ""),
+                    help="why a build that fails the regression gate becomes the baseline (make record REASON=...)")
+    a = ap.parse_args()
+    from ..inputs.gallery_index import tutorials
+    from ..checks.recording import record
+
+    only = os.environ.get("TUTORIAL_ONLY", "")
+    models = list(tutorials(only=only).values()) if only else None
+    for path in record(Path(a.build_dir) / "results", Path(a.into) if a.into else None, models, a.reason):
+        print(f"record: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return 0
+
+
+def main() -> None:
+    """``scripts/record.py`` and ``npu-tutorials-record``: :func:`run`, a
+    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
+    run_cli(run)
+
+
+if __name__ == "__main__":
+    main()

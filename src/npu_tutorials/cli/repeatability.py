@@ -1,0 +1,112 @@
+"""Between-run noise of a model's gated headline figures, measured with the tutorial's own steps.
+
+  python scripts/repeatability.py qwen2.5-0.5b [--runs 5] [--out-dir results/methods]
+  python scripts/repeatability.py qwen2.5-0.5b --tiny --runs 2 --out-dir /tmp/x    # the test stand-in
+
+Each run is an independent build of the figures the regression gate compares
+(:func:`npu_tutorials.record.headline.headline_figures`): a fresh ``Tutorial`` of the
+card, its weights, its own server, then the steps its page runs for those
+figures (:func:`npu_tutorials.record.headline.gated_steps`: the benchmark at the
+report's conditions with the card's repeats, or the concurrency sweep and the
+roofline), in a scratch build folder (:func:`npu_tutorials.tutorial.remeasure.measure_gated`,
+which the gate's confirmation runs too).  Writes
+``repeatability-<model>-<machine slug>.json``: every run's headline figures
+(it prints, and the methods page shows, the gate's limit they support, its
+resolution: the smallest regression it catches, and the leave-one-out
+false-alarm count; both derived by ``gate.resolution``).  The gate uses
+a record only with at least ``gate.MIN_RUNS`` runs.
+"""
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from . import ROOT
+from ..core.errors import run_cli
+
+
+def run() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", help="a card key")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--tiny", action="store_true", help="the card's 2-layer test stand-in instead of its own")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "results" / "methods")
+    ap.add_argument("--append", action="store_true",
+                    help="add these runs to the record already there for the same machine kind, model, profile and "
+                         "dtype (runs of another day or host: the spread between sessions joins the gate's noise)")
+    a = ap.parse_args()
+
+    from ..checks import gate
+    from ..inputs.cards import load_card
+    from ..core.errors import TutorialError
+    from ..record.headline import gated_steps, headline_figures
+    from ..record.results import git_commit, now_utc, write_record
+    from ..inputs.weights import local_path_var
+
+    if a.runs < (1 if a.append else 2):
+        raise TutorialError("--runs must be at least 2, or 1 with --append (noise is a difference between runs)")
+    card = load_card(a.model)
+    if a.tiny:
+        from ..inputs.standin import ensure_standin, tiny_config
+
+        os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
+                                                              label="tiny").path)
+    from ..tutorial.remeasure import measure_gated
+
+    steps = gated_steps(card)
+    runs, first = [], None
+    for i in range(a.runs):
+        t0 = time.monotonic()
+        doc = measure_gated(card.key)
+        figs = headline_figures(doc)
+        first = first or doc.provenance
+        runs.append({"headline": {k: {**f.stat.model_dump(), "over": f.over} for k, f in figs.items()},
+                     "date": doc.provenance.built_at,
+                     "commit": doc.provenance.git_commit, "cpu_id": doc.provenance.machine.cpu_id,
+                     "wall_s": round(time.monotonic() - t0, 1)})
+        print(f"run {i + 1}/{a.runs}: " + "; ".join(f.short() for f in figs.values()), flush=True)
+    out = a.out_dir / f"repeatability-{card.key}-{first.machine.record_stem}.json"
+    if a.append and out.is_file():
+        try:
+            earlier = gate.earlier_runs(json.loads(out.read_text()), slug=first.machine.slug, model=card.key,
+                                        profile=first.profile, dtype=first.engine_dtype, steps=steps, name=out.name)
+        except (gate.NoiseRecordError, ValueError) as exc:
+            raise TutorialError(str(exc)) from None
+        runs = earlier + runs
+        print(f"appended to the {len(earlier)} runs of {out.name}", flush=True)
+    keys = sorted(set.intersection(*(set(r["headline"]) for r in runs)))
+    values = {k: [r["headline"][k]["median"] for r in runs] for k in keys}
+    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs", confirm=gate.CONFIRM)) if len(runs) > 1 else {}
+    p = first
+    w = p.weights
+    doc = {
+        "schema": 2,
+        "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": p.backend, "device": p.device,
+                       "dtype": p.engine_dtype, "machine_slug": p.machine.slug, "model": card.key,
+                       "profile": p.profile, "versions": p.machine.versions,
+                       "weights": w.label if w else "–", "tiny": a.tiny},
+        "steps": steps,
+        "runs": runs,
+        "headline_runs": values,  # the data; the gate and the methods page derive the limits from it
+    }
+    a.out_dir.mkdir(parents=True, exist_ok=True)
+    write_record(doc, out)
+    for k in keys if res else []:
+        v = values[k]
+        r = res[k]
+        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit for the median of {gate.CONFIRM + 1} "
+              f"{r['limit']} (card {r['card']}); leave-one-out false alarms {r['false_alarms'][0]}/{r['false_alarms'][1]}")
+    print(f"wrote {out}")
+    return 0
+
+
+def main() -> None:
+    """``scripts/repeatability.py`` and ``npu-tutorials-repeatability``: :func:`run`, a
+    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
+    run_cli(run)
+
+
+if __name__ == "__main__":
+    main()
