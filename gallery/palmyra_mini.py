@@ -53,10 +53,10 @@ show.weights()
 # %%
 # Serve
 # -----
-# This build's own server, for the measurements below, started for the
-# accuracy check that comes first.  The exact command it ran (on a CPU
-# without native bf16 the checks run in bfloat16 and the performance steps
-# on a float32 server started for them, and the page says so), not for
+# This build's own server, for the measurements below: the deployment as
+# it is served.  The exact command it ran (on a CPU without native bf16 the
+# accuracy checks run on a bfloat16 server started for them, the
+# performance steps on this float32 one, and the page says so), not for
 # copying:
 tut.prepare_serving_checkpoint()
 server = tut.start_server()

@@ -31,7 +31,7 @@ def make_doc(model="qwen2.5-0.5b", *, built_at="2026-11-29T10:00:00+00:00", comm
     r.benchmark = Benchmark(name="bench", conditions=BenchConditions(num_prompts=8, input_len=5, output_len=32,
                                                                      request_rate="inf"),
                             command="vllm bench serve ...", summary={"output_throughput": throughput,
-                                                                     "median_ttft_ms": ttft, "median_tpot_ms": tpot,
+                                                                     "median_ttft_ms": ttft,
                                                                      "completed": 8, "failed": 0},
                             ttft_ms=[ttft] * 8, tpot_ms=[tpot] * 8, itl_ms=[tpot] * 16)
     r.logits_agreement = LogitsAgreement(

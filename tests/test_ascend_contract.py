@@ -36,6 +36,32 @@ FAKES = ROOT / "tests" / "fakes"
 BOOTSTRAP = ROOT / "scripts" / "bootstrap_env.sh"
 
 
+# The ENV lines of vllm-ascend v0.23.0's images, per family: docker keeps them in every process of the container,
+# CI steps included (a step skips only the entrypoint and ~/.bashrc).  Each image builds with ``ARG SOC_VERSION``
+# (Dockerfile:57, Dockerfile.a3:59, Dockerfile.310p:51, Dockerfile.a5:52) and then
+#   ENV DEBIAN_FRONTEND=noninteractive
+#   ENV SOC_VERSION=$SOC_VERSION \
+#       TASK_QUEUE_ENABLE=1 \
+#       OMP_NUM_THREADS=1
+# Not ENV, so not here: LD_PRELOAD (jemalloc) and the /usr/local/lib entry of LD_LIBRARY_PATH, which the images
+# append to ~/.bashrc (Dockerfile:75-76; Dockerfile.310p:67-69 adds the AICPU sandbox) and the bootstrap replays;
+# and the CANN base image's ENV lines (quay.io/ascend/cann:9.1.0-*: ASCEND_TOOLKIT_HOME, LD_LIBRARY_PATH, ...,
+# copied from set_env.sh), whose /usr/local/Ascend paths this host does not have: the fake tree's set_env.sh
+# gives them.
+IMAGE_ENV_LINES = {
+    "a2": "Dockerfile:57,59-62",
+    "a3": "Dockerfile.a3:22,59,61-64",
+    "310p": "Dockerfile.310p:51,53-56",
+    "a5": "Dockerfile.a5:22,52,54-57",
+}
+IMAGE_ENV = {family: {"DEBIAN_FRONTEND": "noninteractive", "SOC_VERSION": soc, "TASK_QUEUE_ENABLE": "1",
+                      "OMP_NUM_THREADS": "1"}
+             for family, soc in (("a2", "ascend910b1"), ("a3", "ascend910_9391"), ("310p", "ascend310p1"),
+                                 ("a5", "ascend950dt_9582"))}
+# what vllm-ascend's setup.py (gen_build_info) writes into vllm_ascend/_build_info.py for each SOC_VERSION above
+BUILD_INFO = {"a2": "A2", "a3": "A3", "310p": "_310P", "a5": "A5"}
+
+
 def _sourced(*scripts: Path, base: dict[str, str]) -> dict[str, str]:
     """The environment after ``source``-ing ``scripts`` in bash, as the Makefile does."""
     cmd = " && ".join(f"source {shlex.quote(str(s))}" for s in scripts) + " && env -0"
@@ -87,6 +113,8 @@ def ascend(monkeypatch, tmp_path):
     """An Ascend runner after the Makefile sourced CANN's set_env.sh: fake npu-smi on PATH, the fake
     CANN tree at TUTORIAL_ASCEND_ROOT, torch_npu/vllm_ascend importable here and in children."""
     _clean_env(monkeypatch, tmp_path)
+    for k, v in IMAGE_ENV["a2"].items():  # the image the fake vllm_ascend was built in (its _build_info.py: A2)
+        monkeypatch.setenv(k, v)
     host = Host(tmp_path)
     shutil.copytree(FAKES / "Ascend", host.ascend, symlinks=True)  # CANN 9: ascend-toolkit/latest is a link
     shutil.copy(FAKES / "bin-npu" / "npu-smi", tmp_path / "bin" / "npu-smi")
@@ -293,9 +321,11 @@ def test_cuda_requested_without_a_gpu(cuda, monkeypatch):
 
 # -- bootstrap and the Makefile (defects 7, 11) -------------------------------------------------
 
-def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nvidia=False, **extra) -> dict:
+def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nvidia=False, image="a2",
+              **extra) -> dict:
     """The environment of a fresh shell on a runner (CANN's set_env.sh *not* sourced yet).  ``cann``: the
-    fake tree (True: CANN 9, ``"Ascend-cann8"``: the CANN 8.3 layout, False: none)."""
+    fake tree (True: CANN 9, ``"Ascend-cann8"``: the CANN 8.3 layout, False: none).  ``image``: the family
+    of the vllm-ascend image whose ENV lines the shell has (IMAGE_ENV; None: no image)."""
     bin_dir = tmp / "hostbin"
     bin_dir.mkdir(exist_ok=True)
     if npu_smi:
@@ -310,6 +340,7 @@ def _host_env(tmp: Path, *, npu_smi=True, cann=True, site=FAKES / "site-npu", nv
            "LANG": "C.UTF-8", "TUTORIAL_ASCEND_ROOT": str(tree if cann else tmp / "no-cann"),
            "TUTORIAL_DEV_DIR": str(tmp / "dev"), "PYTHONPATH": str(site), "REAL_PYTHON": sys.executable,
            "PYTHON": sys.executable, "VENV": str(tmp / "venv")}
+    env.update(IMAGE_ENV[image] if image else {})
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -510,6 +541,180 @@ def test_the_env_file_adds_what_the_image_s_bashrc_does(tmp_path):
     out = subprocess.run(["bash", "-c", f"source {script}; source {script}; echo \"$LD_LIBRARY_PATH\""],
                          env={**env, "LD_LIBRARY_PATH": "/opt/x"}, capture_output=True, text=True).stdout
     assert out.strip().split(":").count("/usr/local/lib") == 1
+
+
+# -- issue 39 item 2: what vllm-ascend's -310p image adds (vllm-project/vllm-ascend v0.23.0, Dockerfile.310p) ------
+# verbatim: the ~/.bashrc line, and the entrypoint lines that start the driver's daemons
+DOCKERFILE_310P_69 = ("RUN echo 'export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/lib64:"
+                      "/root/aicpu_kernels/0/aicpu_kernels_device/sand_box:$LD_LIBRARY_PATH' >> /root/.bashrc")
+DOCKERFILE_310P_95 = """    echo 'if lspci 2>/dev/null | grep -qi "accelerators"; then' >> /usr/local/bin/entrypoint.sh && \\"""
+DOCKERFILE_310P_98 = ("""    echo '    su - HwHiAiUser -c "export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64/:/usr/lib64 && """
+                      """/lib/ld-linux-aarch64.so.1 /var/slogd -d >/dev/null &"' >> /usr/local/bin/entrypoint.sh && \\""")
+DOCKERFILE_310P_99 = ("""    echo '    su - HwDmUser -c "export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64/:/usr/lib64 && """
+                      """/var/dmp_daemon -I -M -U 8087 &"' >> /usr/local/bin/entrypoint.sh && \\""")
+
+
+def _bashrc_310p_dirs() -> list[str]:
+    """The entries Dockerfile.310p:69 puts before $LD_LIBRARY_PATH."""
+    return DOCKERFILE_310P_69.split("LD_LIBRARY_PATH=", 1)[1].split(":$LD_LIBRARY_PATH")[0].split(":")
+
+
+def _entrypoint_su(line: str, sysroot: Path) -> tuple[str, str]:
+    """(user, command) of one of the entrypoint's `su - USER -c "COMMAND"` lines, its /var/ daemon under sysroot."""
+    import re
+
+    user, command = re.search(r'su - (\w+) -c "(.*)"\' >>', line).groups()
+    return user, command.replace(" /var/", f" {sysroot}/var/")
+
+
+def _image_310p(tmp: Path, *, lspci="pcie", daemons=False, **extra) -> dict:
+    """A fresh shell in vllm-ascend's -310p image: its ENV lines, its vllm_ascend built for _310P, lspci and a
+    recording su on PATH; ``daemons``: the driver's /var/slogd and /var/dmp_daemon exist (under TUTORIAL_SYSROOT)."""
+    site = tmp / "site-310p"
+    shutil.copytree(FAKES / "site-npu", site, ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "vllm_ascend" / "_build_info.py").write_text(f"# Auto-generated file\n__device_type__ = '{BUILD_INFO['310p']}'\n")
+    env = _host_env(tmp, site=site, image="310p", FAKE_LSPCI=lspci, FAKE_LSPCI_LOG=tmp / "lspci.log",
+                    FAKE_SU_LOG=tmp / "su.log", TUTORIAL_SYSROOT=tmp / "sys", **extra)
+    for tool in ("lspci", "su"):
+        shutil.copy(FAKES / "bin-310p" / tool, tmp / "hostbin" / tool)
+    if daemons:
+        (tmp / "sys" / "var").mkdir(parents=True)
+        for name in ("slogd", "dmp_daemon"):
+            (tmp / "sys" / "var" / name).write_text("#!/bin/sh\n")
+            (tmp / "sys" / "var" / name).chmod(0o755)
+    return env
+
+
+def test_bootstrap_plan_replays_the_310p_image_s_bashrc_and_entrypoint(tmp_path):
+    """The -310p image adds the AICPU kernel sandbox to LD_LIBRARY_PATH in /root/.bashrc (Dockerfile.310p:69) and
+    its entrypoint starts slogd and dmp_daemon where lspci lists no accelerators (:94-106); a CI step runs
+    neither.  The plan says what the bootstrap replays, and starts nothing."""
+    env = _image_310p(tmp_path)
+    plan = _plan(env)
+    assert plan["image"] == "_310P (vllm_ascend/_build_info.py)"
+    sandbox = "/root/aicpu_kernels/0/aicpu_kernels_device/sand_box"
+    assert sandbox in _bashrc_310p_dirs()
+    assert plan["image_310p_bashrc"] == (f"LD_LIBRARY_PATH={':'.join(_bashrc_310p_dirs())}:... "
+                                         "(vllm-ascend Dockerfile.310p:69)")
+    assert '| grep -qi "accelerators"' in DOCKERFILE_310P_95  # a 300I DUO card is a PCI accelerator: nothing to do
+    assert plan["image_310p_entrypoint"] == "lspci lists accelerators: nothing to start (vllm-ascend Dockerfile.310p:94-106)"
+
+    (tmp_path / "soc").mkdir()
+    env = _image_310p(tmp_path / "soc", lspci="none")
+    root = tmp_path / "soc" / "sys"
+    assert _plan(env)["image_310p_entrypoint"] == (f"lspci lists no accelerators: {root}/var/slogd absent; "
+                                                   f"{root}/var/dmp_daemon absent (vllm-ascend Dockerfile.310p:94-106)")
+    (tmp_path / "soc2").mkdir()
+    env = _image_310p(tmp_path / "soc2", lspci="none", daemons=True)
+    users = [_entrypoint_su(line, tmp_path)[0] for line in (DOCKERFILE_310P_98, DOCKERFILE_310P_99)]
+    expected = ("would start slogd as {}; would start dmp_daemon as {}".format(*users) if os.geteuid() == 0 else
+                "slogd not started (not root); dmp_daemon not started (not root)")
+    assert _plan(env)["image_310p_entrypoint"] == f"lspci lists no accelerators: {expected} " \
+                                                  "(vllm-ascend Dockerfile.310p:94-106)"
+    assert not (tmp_path / "soc2" / "su.log").exists()  # --plan starts nothing
+    if os.geteuid() == 0:  # a daemon already running (its command line names its binary) is not started again
+        slogd = tmp_path / "soc2" / "sys" / "var" / "slogd"
+        slogd.write_text("#!/bin/bash\nread -rt 60 _\n")  # waits in bash itself: no child outlives the kill below
+        proc = subprocess.Popen([str(slogd), "-d"], stdin=subprocess.PIPE)
+        try:
+            assert _plan(env)["image_310p_entrypoint"] == ("lspci lists no accelerators: slogd running; would start "
+                                                           f"dmp_daemon as {users[1]} (vllm-ascend Dockerfile.310p:94-106)")
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the entrypoint's su runs as root")
+def test_bootstrap_on_the_310p_image_starts_the_daemons_and_every_command_sees_the_sandbox(tmp_path):
+    """Dockerfile.310p:69 and :98-99, replayed: the daemons started with the entrypoint's own `su` lines, and every
+    command (pip here, make's through tutorial-env.sh) sees the AICPU sandbox first on LD_LIBRARY_PATH, once."""
+    env = _image_310p(tmp_path, lspci="none", daemons=True, PYTHON=FAKES / "bin-python" / "python")
+    p = _bootstrap(env)
+    assert p.returncode == 0, p.stderr
+    root = tmp_path / "sys"
+    expected = [_entrypoint_su(line, root) for line in (DOCKERFILE_310P_98, DOCKERFILE_310P_99)]
+    assert (tmp_path / "su.log").read_text().splitlines() == [f"su - | {u} | -c | {c}" for u, c in expected]
+    assert "bootstrap: the 310P image's entrypoint (Dockerfile.310p:94-106): lspci lists no accelerators: " \
+           "started slogd as HwHiAiUser; started dmp_daemon as HwDmUser" in p.stdout
+    head = ":".join(_bashrc_310p_dirs()) + ":"
+    pips = [c for c in _calls(tmp_path / "venv") if c.startswith("-m pip install")]
+    assert pips and all(c.split("LD_LIBRARY_PATH=")[1].startswith(head) for c in pips), pips
+    script = tmp_path / "venv" / "tutorial-env.sh"
+    def sourced(times: int) -> str:
+        cmd = f"source {script}; " * times + 'echo "$LD_LIBRARY_PATH"'
+        return subprocess.run(["bash", "-c", cmd], env={**env, "LD_LIBRARY_PATH": "/opt/x"}, capture_output=True,
+                              text=True).stdout.strip()
+
+    once = sourced(1)
+    assert once.startswith(head) and once.endswith(":/opt/x:/usr/local/lib")  # the .bashrc's order: :67-68, then :69
+    assert sourced(2).split(":").count(_bashrc_310p_dirs()[-1]) == 1
+    assert len((tmp_path / "su.log").read_text().splitlines()) == 2 + 2 * 3  # and each make command replays :94-106
+
+
+def test_bootstrap_gives_the_a2_image_none_of_the_310p_image_s_additions(tmp_path):
+    """The A2 image (Dockerfile) has neither Dockerfile.310p's .bashrc line nor its entrypoint: nothing of them in
+    the plan, the env file or any command, and lspci is never asked, even where it would list no accelerators."""
+    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python", image="a2", FAKE_LSPCI="none",
+                    FAKE_LSPCI_LOG=tmp_path / "lspci.log", FAKE_SU_LOG=tmp_path / "su.log")
+    for tool in ("lspci", "su"):
+        shutil.copy(FAKES / "bin-310p" / tool, tmp_path / "hostbin" / tool)
+    plan = _plan(env)
+    assert plan["image"] == "A2 (vllm_ascend/_build_info.py)" and not any(k.startswith("image_310p") for k in plan)
+    p = _bootstrap(env)
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "venv" / "tutorial-env.sh").read_text()
+    assert "sand_box" not in text and "slogd" not in text and "Dockerfile.310p" not in text
+    assert not any("sand_box" in c for c in _calls(tmp_path / "venv"))
+    assert not (tmp_path / "lspci.log").exists() and not (tmp_path / "su.log").exists()
+
+
+# -- issue 39 item 5: CANN's scripts are sourced with the strict options off, and a failing one is named ---------
+
+# A toolkit set_env.sh that reads its version through a pipeline that fails (no install record there): under the
+# bootstrap's `set -euo pipefail` that line ended the bootstrap, exit status 2, no message; CANN's images source
+# the script in a plain bash (the entrypoint), where it goes on.
+FAILING_PIPELINE = '_fake_ver=$(grep -hs "^version=" "$(dirname "${BASH_SOURCE[0]}")"/no-such-dir/*.info | head -n 1)\n'
+
+
+def test_bootstrap_sources_cann_s_scripts_as_the_image_does_a_failing_pipeline_inside_is_not_fatal(tmp_path):
+    env = _host_env(tmp_path)
+    script = tmp_path / "Ascend" / "ascend-toolkit" / "set_env.sh"
+    script.write_text(FAILING_PIPELINE + script.read_text())
+    ok = subprocess.run(["bash", "-c", f"source {script} && echo \"$ASCEND_TOOLKIT_HOME\""], env=env,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.strip().endswith("cann-9.1.0")  # the image's plain bash
+    plan = _plan(env)
+    assert plan["backend"] == "npu" and plan["cann_env"].startswith(f"{script};")
+
+
+@pytest.mark.parametrize("case", ["fails", "leaves its variable unset", "exits"])
+def test_a_cann_script_that_fails_stops_the_bootstrap_in_one_line_naming_it(tmp_path, case):
+    env = _host_env(tmp_path, PYTHON=FAKES / "bin-python" / "python")
+    script = tmp_path / "Ascend" / "ascend-toolkit" / "set_env.sh"
+    body = FAILING_PIPELINE + '[ -n "$_fake_ver" ] && export ASCEND_TOOLKIT_HOME=/nowhere\n'  # status 1, nothing set
+    if case == "leaves its variable unset":
+        body += "unset _fake_ver\n"  # status 0
+    elif case == "exits":
+        body += "exit 3\n"
+    script.write_text(body)
+    for args in (["--plan"], []):
+        p = _bootstrap(env, *args)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode != 0 and len(lines) == 1, p.stderr
+        what = {"fails": "failed (exit status 1)", "leaves its variable unset": "left ASCEND_TOOLKIT_HOME unset",
+                "exits": "exited the shell (exit status 3)"}[case]
+        assert lines[0].startswith(f"bootstrap: sourcing {script} {what}: CANN's environment is incomplete"), lines[0]
+        assert p.stdout == "" and not (tmp_path / "venv").exists()
+
+
+def test_the_nnal_script_is_checked_as_the_toolkit_s(tmp_path):
+    env = _host_env(tmp_path)
+    script = tmp_path / "Ascend" / "nnal" / "atb" / "set_env.sh"
+    script.write_text("true | false\n")  # a pipeline that fails; ATB_HOME_PATH never set
+    p = _bootstrap(env, "--plan")
+    assert p.returncode != 0 and p.stderr.strip().splitlines() == [
+        f"bootstrap: sourcing {script} --cxx_abi=1 failed (exit status 1): CANN's environment is incomplete; fix "
+        "that script, or build in vllm-ascend's container image (docs/source/runner.md)"]
 
 
 def test_makefile_targets_source_the_env_file():
@@ -921,11 +1126,74 @@ def test_item9_fake_get_device_name_and_vllm_ascend_behave_as_the_real_ones(asce
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True)
     assert out.stdout.split() == ["True", "3"], out.stderr
     assert any(c == "npu.get_device_name(5)" for _, c in ascend.calls())
-    # vllm_ascend's __init__ imports nothing: it imports without CANN's environment, torch_npu does not
     bare = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    assert subprocess.run([sys.executable, "-c", "import vllm_ascend"], env=bare).returncode == 0
     p = subprocess.run([sys.executable, "-c", "import torch_npu"], env=bare, capture_output=True, text=True)
     assert p.returncode != 0 and "libhccl.so: cannot open shared object file" in p.stderr
+
+
+def test_item6_fake_vllm_ascend_imports_vllm_and_so_torch_as_the_real_one(ascend):
+    """Issue 39 item 6: vllm-ascend v0.23.0's vllm_ascend/__init__.py:78 imports vllm_ascend.logger, whose line 18
+    is `from vllm import envs`; vLLM 0.23.0's vllm/__init__.py:14 imports vllm.env_override, whose line 87 is
+    `import torch`, and torch autoloads torch_npu (its `torch.backends` entry point, Ascend/pytorch setup.py:774-775)
+    unless TORCH_DEVICE_BACKEND_AUTOLOAD=0.  So without CANN's environment `import vllm_ascend` fails as torch
+    reports a backend that does not load; with the autoload off it imports and loads no torch_npu."""
+    bare = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "TORCH_DEVICE_BACKEND_AUTOLOAD")}
+    p = subprocess.run([sys.executable, "-c", "import vllm_ascend"], env=bare, capture_output=True, text=True)
+    assert p.returncode != 0
+    assert "RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension auto-loading " \
+           "with TORCH_DEVICE_BACKEND_AUTOLOAD=0." in p.stderr
+    assert "libhccl.so: cannot open shared object file" in p.stderr  # the cause torch chains
+    code = "import os, vllm_ascend, sys; print(os.getpid(), 'torch_npu' in sys.modules)"
+    p = subprocess.run([sys.executable, "-c", code], env={**bare, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    pid, loaded = p.stdout.split()
+    assert loaded == "False" and (int(pid), "import vllm -> torch") in ascend.calls()
+    assert (int(pid), "import torch_npu") not in ascend.calls()
+    # with CANN's environment (the fixture's), it imports, torch_npu with it
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1"),
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.split()[1] == "True", p.stderr
+    text = (FAKES / "site-npu" / "vllm_ascend" / "__init__.py").read_text()
+    assert "imports nothing" not in text and text.rstrip().endswith("import vllm_ascend.logger  # noqa: E402, F401  "
+                                                                    "(as the real __init__.py, line 78)")
+
+
+# Where torch_npu 2.10.0.post4 (Ascend/pytorch tag v26.1.0-pytorch2.10.0) defines what the fake torch_npu.npu
+# offers: file and line, read from that tag.
+TORCH_NPU_HOME = {
+    "is_available": ("torch_npu/npu/__init__.py", 357), "_parse_visible_devices": ("torch_npu/npu/__init__.py", 363),
+    "device_count": ("torch_npu/npu/__init__.py", 437), "get_device_name": ("torch_npu/npu/__init__.py", 480),
+    "get_device_properties": ("torch_npu/npu/__init__.py", 487), "mem_get_info": ("torch_npu/npu/__init__.py", 495),
+    "get_soc_version": ("torch_npu/npu/_backends.py", 96), "synchronize": ("torch_npu/npu/utils.py", 62),
+    "set_device": ("torch_npu/npu/utils.py", 88), "current_device": ("torch_npu/npu/utils.py", 94),
+}
+
+
+def test_item6_fake_torch_npu_cites_the_file_each_function_comes_from():
+    """Issue 39 item 6: the fake's docstrings named torch_npu/npu/utils.py (and npu/__init__.py) for functions the
+    real package defines elsewhere.  Each one the fake offers is cited with the file and line that defines it."""
+    import re
+
+    npu_doc = (FAKES / "site-npu" / "torch_npu" / "npu" / "__init__.py").read_text().split('"""')[1]
+    cited = {}
+    for item in " ".join(npu_doc.split()).split("* ")[1:]:
+        item = item.split(" (")[0]  # what the bullet adds in parentheses is not a definition it cites
+        m = re.match(r"``(torch_npu/[\w/.]+)``: (.*)", item)
+        if m:
+            cited.update({name: (m.group(1), int(line)) for name, line in re.findall(r"``(\w+)`` (\d+)", m.group(2))})
+    assert cited == TORCH_NPU_HOME
+    fake_src = (FAKES / "site-npu" / "torch_npu" / "npu" / "__init__.py").read_text()
+    for name in TORCH_NPU_HOME:
+        assert f"def {name}(" in fake_src, name
+    top = " ".join((FAKES / "site-npu" / "torch_npu" / "__init__.py").read_text().split('"""')[1].split())
+    assert "v26.1.0-pytorch2.10.0" in top and "2.10.0.post4" in top
+    said = {}
+    for part in top.split(";"):
+        m = re.search(r"defined in ``([^`]+)``", part)
+        if m:
+            said.update({name: m.group(1) for name in re.findall(r"``(\w+)\(", part)})
+    assert said == {name: path for name, (path, _) in TORCH_NPU_HOME.items() if not name.startswith("_")}
 
 
 @pytest.mark.parametrize("layout, version", [("Ascend", "9.1.0"), ("Ascend-cann8", "8.3.RC1")])
@@ -945,13 +1213,14 @@ def test_every_fake_cites_the_real_file_it_follows():
     for fake in ("npu_smi/info_a2_910b3.txt", "npu_smi/info_a3.txt", "bin-npu/npu-smi", "bin-cuda/nvidia-smi",
                  "Ascend/cann-9.1.0", "Ascend-cann8/", "site-npu/torch_npu", "site-npu/vllm_ascend",
                  "bin-python/python", "site-torch/torch", "cpuinfo/kunpeng920.txt",
-                 "share/info/ascendnpu-ir/bin/set_env.sh", "nnal/atb/set_env.sh"):
+                 "share/info/ascendnpu-ir/bin/set_env.sh", "nnal/atb/set_env.sh", "bin-310p/lspci", "bin-310p/su"):
         row = next((line for line in readme.splitlines() if line.startswith("|") and fake in line), None)
         assert row, f"{fake} is not in tests/fakes/README.md"
-    for cited in ("torch_npu/npu/__init__.py", "NpuVariables.h", "vllm_ascend/__init__.py", "setup.py",
-                  "Dockerfile", "collect_env.py", "cann-container-image", "lscpu-arm.c"):
+    for cited in ("torch_npu/npu/__init__.py", "torch_npu/npu/_backends.py", "torch_npu/npu/utils.py", "NpuVariables.h",
+                  "vllm_ascend/__init__.py", "vllm/env_override.py", "setup.py", "Dockerfile", "Dockerfile.310p",
+                  "collect_env.py", "cann-container-image", "lscpu-arm.c"):
         assert cited in readme, cited
-    for py in ("site-npu/torch_npu/npu/__init__.py", "site-npu/vllm_ascend/__init__.py"):
+    for py in ("site-npu/torch_npu/npu/__init__.py", "site-npu/vllm_ascend/__init__.py", "site-npu/vllm_ascend/logger.py"):
         assert "v2.10.0" in (FAKES / py).read_text() or "v0.23.0" in (FAKES / py).read_text(), py
 
 

@@ -62,7 +62,7 @@ def test_invalid_results_json_fails_with_one_line(tmp_path):
     (site / "results" / "qwen2.5-0.5b.json").write_text('{"schema": 1, "model": "qwen2.5-0.5b"}')
     problems = check_site.check(site, "qwen2_5")
     assert problems == ["qwen2_5_0_5b: " + str(site / "results" / "qwen2.5-0.5b.json")
-                        + ": results schema 1, this code reads schema 2"]
+                        + ": results schema 1, this code reads schema 2 to 3"]
 
 
 def test_no_written_page_document_or_record_carries_a_machine_path(tmp_path):

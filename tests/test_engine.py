@@ -72,6 +72,7 @@ def test_serving_benchmark_through_vllm_bench(server, card, tiny, tmp_path):
     s = res.summary()
     assert s["completed"] == 4 and s["failed"] == 0
     assert s["output_throughput"] > 0 and s["mean_ttft_ms"] > 0 and s["mean_tpot_ms"] > 0
+    assert "median_tpot_ms" in res.data and "median_tpot_ms" not in s  # the headline median TPOT: tpot_ms
     assert res.data["output_lens"] == [6, 6, 6, 6]  # --ignore-eos
     assert len(res.per_request_tpot_ms()) == 4
 

@@ -29,7 +29,7 @@ def test_round_trip_validates_on_write_and_read(tmp_path):
     back = results.read_doc(path)
     assert back == doc and back.results.benchmark.summary["output_throughput"] == 100.0
     data = json.loads(path.read_text())
-    assert data["schema"] == 2 and data["provenance"]["machine"]["cpu_native_bf16"] is True
+    assert data["schema"] == 3 and data["provenance"]["machine"]["cpu_native_bf16"] is True
 
 
 def test_nulls_survive_the_round_trip(tmp_path):
@@ -44,7 +44,10 @@ def test_nulls_survive_the_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda d: d.update(schema=1), "results schema 1, this code reads schema 2"),
+    (lambda d: d.update(schema=1), "results schema 1, this code reads schema 2 to 3"),
+    (lambda d: d.update(schema=4), "results schema 4, this code reads schema 2 to 3"),
+    (lambda d: d["results"]["benchmark"]["summary"].update(median_tpot_ms=20.0),
+     "results.benchmark.summary: Value error, median_tpot_ms is not stored (schema 3 on)"),
     (lambda d: d["provenance"].update(status="done"), "provenance.status: Input should be"),
     (lambda d: d["results"].update(surprise=1), "results.surprise: Extra inputs are not permitted"),
 ])
@@ -91,6 +94,82 @@ def test_schema_page_is_generated_from_the_models():
     assert "| `cpu_native_bf16` | bool | yes |" in md
 
 
+# -- schema versions ------------------------------------------------------------------------
+def _bench_tpot_cell(doc) -> str:
+    """The bench table's median TPOT cell (English)."""
+    rows = Views(doc, load_card(doc.model)).serving.bench_table().rows
+    (cell,) = [r[1] for r in rows if r[0].startswith("Median TPOT")]
+    return cell
+
+
+def test_an_old_document_reads_with_one_median_tpot(tmp_path):
+    """Schema 2 stored ``benchmark.summary.median_tpot_ms`` (the median of the runs' own medians) beside the
+    headline median TPOT (the median of every request of the runs, pooled); schema 3 stores the one.  A schema-2
+    document reads (read_doc, and the model itself), its key dropped, and shows the headline's figure; its file
+    stays as written, and written again it is schema 3, without the key."""
+    from npu_tutorials.record.headline import headline_figures
+    from npu_tutorials.record.schema import ResultsDoc, Stat
+
+    data = make_doc().dump()
+    data["schema"] = 2
+    b = data["results"]["benchmark"]
+    b["tpot_ms"] = [18.0, 19.0, 20.0, 21.0, 30.0, 31.0, 32.0, 33.0]  # pooled: median 25.5
+    b["summary"]["median_tpot_ms"] = 24.0  # the runs' medians' median: another figure for the same label
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    doc = results.read_doc(path)
+    assert doc.schema_ == 2 and "median_tpot_ms" not in doc.results.benchmark.summary
+    assert ResultsDoc.model_validate(data) == doc and b["summary"]["median_tpot_ms"] == 24.0  # input untouched
+    assert json.loads(path.read_text()) == data
+    fig = headline_figures(doc)["median_tpot_ms"]
+    assert fig.stat == Stat.of(b["tpot_ms"]) and fig.value == 25.5
+    assert _bench_tpot_cell(doc) == fig.text() and fig.text().startswith("25.5 ")
+    out = json.loads(results.write_doc(doc, tmp_path / "new.json").read_text())
+    assert out["schema"] == 3 and "median_tpot_ms" not in out["results"]["benchmark"]["summary"]
+    assert results.read_doc(tmp_path / "new.json") == doc.model_copy(update={"schema_": 3})
+
+
+def test_the_recorded_documents_read_with_one_median_tpot():
+    """The committed records (results/, left as recorded) read without a stored median TPOT, and their bench
+    table's median TPOT is the headline figure: the median of every request of the runs."""
+    from npu_tutorials.record.headline import headline_figures
+    from npu_tutorials.record.schema import Stat
+
+    benches = 0
+    for path in sorted((ROOT / "results").glob("*/*.json")):
+        if path.parent.name == "methods":
+            continue
+        doc = results.read_doc(path)
+        b = doc.results.benchmark
+        if b is None:
+            continue
+        benches += 1
+        fig = headline_figures(doc)["median_tpot_ms"]
+        assert "median_tpot_ms" not in b.summary and fig.stat == Stat.of(b.tpot_ms), path
+        assert _bench_tpot_cell(doc) == fig.text(), path
+    assert benches >= 5
+
+
+def test_a_new_benchmark_stores_one_median_tpot(tmp_path):
+    """What the benchmark step stores of each run's vLLM summary (engine.bench.BenchResult.summary) has no
+    median_tpot_ms (its mean and p99 stay: no headline figure defines those), and a Benchmark given one is
+    refused."""
+    from pydantic import ValidationError
+
+    from npu_tutorials.engine.bench import SUMMARY_ROWS, BenchResult
+    from npu_tutorials.inputs.cards import BenchProfile
+    from npu_tutorials.record.schema import BenchConditions, Benchmark
+
+    vllm = {key: 1.5 for _label, key, _unit in SUMMARY_ROWS}
+    prof = BenchProfile(num_prompts=2, input_len=4, output_len=3)
+    summary = BenchResult(prof, vllm, tmp_path / "b.json", []).summary()
+    assert set(summary) == set(vllm) - {"median_tpot_ms"} and {"mean_tpot_ms", "p99_tpot_ms"} <= set(summary)
+    cond = BenchConditions(**prof.model_dump(exclude={"repeats"}))
+    assert Benchmark(name="b", conditions=cond, command="", summary=summary).summary == summary
+    with pytest.raises(ValidationError, match="median_tpot_ms is not stored"):
+        Benchmark(name="b", conditions=cond, command="", summary={**summary, "median_tpot_ms": 1.5})
+
+
 # -- recording ------------------------------------------------------------------------------
 def test_record_stores_complete_runs_by_machine(tmp_path):
     build = tmp_path / "build"
@@ -119,7 +198,7 @@ def test_an_unreadable_recording_is_left_out_with_one_line(tmp_path):
     (tmp_path / "qwen2.5-0.5b" / "b.json").write_text('{"schema": 1}')
     errors = []
     assert len(results.recorded("qwen2.5-0.5b", tmp_path, errors)) == 1
-    assert errors == [f"{tmp_path / 'qwen2.5-0.5b' / 'b.json'}: results schema 1, this code reads schema 2"]
+    assert errors == [f"{tmp_path / 'qwen2.5-0.5b' / 'b.json'}: results schema 1, this code reads schema 2 to 3"]
 
 
 @pytest.mark.parametrize("doc, why", [(make_doc(status="failed"), "refusing to record a failed run"),

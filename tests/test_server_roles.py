@@ -1,11 +1,12 @@
 """Which dtype each server of a page runs in, and how many starts that costs.
 
 On a CPU without native bf16 the performance steps run on a float32 engine and the engine-vs-reference checks
-on a bfloat16 one (``ServingSteps.server_for``, :class:`~npu_tutorials.tutorial.servers.ServerPool`).
-palmyra-mini's page checks accuracy first, then measures performance (its report's order): the pool starts
-nothing before a step needs it, so the page starts in the checks' dtype and restarts once, and no gallery
-script says which role comes first.  The servers are fakes that record their ``--dtype``; the build changes
-the page shows still name both engines.
+on a bfloat16 one (:class:`~npu_tutorials.tutorial.servers.ServerPool`).
+``start_server()`` starts the deployment as served (the performance role); a step of another role gets its
+server started then, and a step of the running one keeps it.  palmyra-mini's page checks accuracy first, then
+measures performance (its report's order): on such a CPU it starts three servers (before issue 38 a gallery
+argument, ``first="accuracy"``, saved one).  The servers are fakes that record their ``--dtype``; the build
+changes the page shows still name both engines.
 """
 
 from __future__ import annotations
@@ -88,16 +89,16 @@ def page(monkeypatch, tmp_path):
 
 
 def _palmyra_order(tut):
-    tut.serving.start_server()
-    tut.serving.server_for("accuracy")      # greedy agreement
-    tut.serving.server_for("performance")   # the input-length sweep
-    tut.serving.server_for("performance")   # the concurrency sweep
+    tut.start_server()
+    tut.state.servers.ensure("accuracy")      # greedy agreement
+    tut.state.servers.ensure("performance")   # the input-length sweep
+    tut.state.servers.ensure("performance")   # the concurrency sweep
 
 
-def test_a_page_that_checks_accuracy_first_starts_in_the_checks_dtype(page):
+def test_each_role_gets_its_dtype_and_a_running_server_of_that_spec_is_kept(page):
     tut = page("float32", "bfloat16")
     _palmyra_order(tut)
-    assert DtypeServer.started == ["bfloat16", "float32"]  # one restart (a start for the performance steps: two)
+    assert DtypeServer.started == ["float32", "bfloat16", "float32"]  # the sweeps share the last one
     changes = [str(c) for c in tut.state.results.conditions.build_changes]
     assert C.ACCURACY_ENGINE.format(want="bfloat16", dtype="float32") in changes
     assert C.DTYPE_FOR.format(dtype="float32", why="no native bf16") in changes  # the float32 engine's own
@@ -107,9 +108,9 @@ def test_a_page_that_checks_accuracy_first_starts_in_the_checks_dtype(page):
 def test_where_both_roles_share_a_dtype_one_server_serves_both(page):
     for first in ("performance", "accuracy"):
         tut = page("bfloat16", "bfloat16")
-        tut.serving.start_server()
-        assert DtypeServer.started == []  # nothing starts before a step needs it
-        tut.serving.server_for(first)
+        tut.start_server()
+        assert DtypeServer.started == ["bfloat16"]
+        tut.state.servers.ensure(first)
         _palmyra_order(tut)
         assert DtypeServer.started == ["bfloat16"]
         assert not any("checks ran on a" in str(c) for c in tut.state.results.conditions.build_changes)
@@ -117,28 +118,28 @@ def test_where_both_roles_share_a_dtype_one_server_serves_both(page):
 
 def test_an_unknown_role_is_one_clear_error(page):
     tut = page("float32", "bfloat16")
-    tut.serving.start_server()
+    tut.start_server()
     with pytest.raises(TutorialError, match="unknown server role 'speed'"):
-        tut.serving.server_for("speed")
+        tut.state.servers.ensure("speed")
 
 
 def test_a_stopped_server_is_started_again_when_a_step_needs_it(page):
     tut = page("bfloat16", "bfloat16")
     _palmyra_order(tut)
     tut.state.servers.stop()  # the efficiency step stops it for its probes
-    tut.serving.server_for("performance")
+    tut.state.servers.ensure("performance")
     assert DtypeServer.started == ["bfloat16", "bfloat16"]
 
 
-def test_the_served_url_starts_the_deployment_as_served(page):
-    """A gallery cell that talks to the server itself (the functional check) reads ``base_url``: the
-    performance server, started there when no step started one."""
+def test_start_server_starts_the_deployment_as_served(page):
+    """A gallery cell that talks to the server itself (the functional check) uses what ``start_server()``
+    returned: the performance server, whose section the next cell shows."""
     tut = page("float32", "bfloat16")
-    server = tut.serving.start_server()
+    server = tut.start_server()
     assert server.base_url == "http://127.0.0.1:8123" and DtypeServer.started == ["float32"]
-    tut.serving.server_for("task")
+    tut.state.servers.ensure("task")
     assert DtypeServer.started == ["float32"]
-    assert tut.state.results.server.models == ["palmyra-mini"]
+    assert tut.state.results.server.models == ["palmyra-mini"] and "--dtype float32" in tut.state.results.server.command
 
 
 def test_task_scores_run_on_the_deployment_as_served(page):
@@ -146,10 +147,10 @@ def test_task_scores_run_on_the_deployment_as_served(page):
     served), then the engine-vs-reference checks.  Without native bf16: GSM answered in float32 before the one
     restart into bfloat16, not in emulated bf16; the table says which engine answered."""
     tut = page("float32", "bfloat16", key="qwen-1_8b-chat")
-    tut.serving.start_server()
-    tut.serving.server_for("performance")   # the benchmark
-    gsm = tut.accuracy.gsm()
-    tut.serving.server_for("accuracy")      # numeric and text consistency
+    tut.start_server()
+    tut.state.servers.ensure("performance")   # the benchmark
+    gsm = tut.gsm()
+    tut.state.servers.ensure("accuracy")      # numeric and text consistency
     assert DtypeServer.started == ["float32", "bfloat16"]
     assert set(DtypeServer.answered) == {"float32"} and gsm.engine_dtype == "float32"
     assert gsm.total == len(DtypeServer.answered)
@@ -161,8 +162,8 @@ def test_task_scores_run_on_the_deployment_as_served(page):
     assert "cpu engine, float32" in Views(doc, load_card("qwen-1_8b-chat")).tasks.gsm_table().note
 
     tut = page("bfloat16", "bfloat16", key="qwen-1_8b-chat")
-    tut.serving.start_server()
-    assert tut.accuracy.gsm().engine_dtype == "bfloat16" and DtypeServer.started == ["bfloat16"]
+    tut.start_server()
+    assert tut.gsm().engine_dtype == "bfloat16" and DtypeServer.started == ["bfloat16"]
 
 
 def test_the_checks_own_engine_runs_its_worker_in_process(page):
@@ -172,13 +173,13 @@ def test_the_checks_own_engine_runs_its_worker_in_process(page):
     key = next(iter(C.IN_PROCESS_ENV))
     for first in ("performance", "accuracy"):
         tut = page("float32", "bfloat16")
-        tut.serving.start_server()
-        tut.serving.server_for(first)
+        tut.start_server()
+        tut.state.servers.ensure(first)
         _palmyra_order(tut)
         in_process = {d: e.get(key) == "0" for d, e in zip(DtypeServer.started, DtypeServer.envs)}
         assert in_process == {"bfloat16": True, "float32": False}, first
         assert C.CPU_CHECKS_IN_PROCESS.format(want="bfloat16") in map(str, tut.state.results.conditions.build_changes)
-    assert f"{key}=0" in tut.state.results.server.command  # the page's first server: the checks' engine
+    assert f"{key}=0" not in tut.state.results.server.command  # the page's first server: the performance one
 
     tut = page("bfloat16", "bfloat16")  # one engine serves both: it keeps the multiprocess executor
     _palmyra_order(tut)

@@ -73,6 +73,34 @@ def test_the_npu_knobs_cover_the_guide_and_the_reports():
     assert len([k for k in ks if "#13562" in k.source]) >= 8
 
 
+def test_what_the_pinned_release_already_does_or_later_ones_no_longer_read_is_said_on_the_knob():
+    """vLLM 0.23.0 turns async scheduling on by itself (vllm/config/vllm.py:957-997) and vllm-ascend v0.23.0 sets a
+    128-token block with chunked prefill or prefix caching on (vllm_ascend/utils.py:1402-1406): no-ops there, each
+    with its source; weight_prefetch_config is read up to v0.23.0 only (vllm-ascend #11949 removed it)."""
+    ks = {k.name: k for _, k in npu_knobs()}
+    assert {n for n, k in ks.items() if k.baseline} == {"async scheduling", "block size 128"}
+    assert "vllm/config/vllm.py:957-997" in ks["async scheduling"].baseline
+    assert "refresh_block_size" in ks["block size 128"].baseline
+    assert {n: (k.read_until, k.removed_by) for n, k in ks.items() if k.read_until} == {
+        "weight prefetch": ("v0.23.0", "vllm-ascend #11949")}
+    # the why-texts the v0.23.0 sources contradicted
+    assert "FULL_AND_PIECEWISE already replays uniform decode batches as full ACL graphs" in ks["full decode graph"].why
+    assert "every Ascend chip" in ks["8192 batched tokens"].why and "a 910B's" not in ks["8192 batched tokens"].why
+    assert "enable_cpu_binding" in ks["CPU affinity"].why
+    assert knobs.release_tuple("v0.23.0") == knobs.release_tuple("0.23.0.post1") == (0, 23, 0)
+    assert knobs.release_tuple("0.24.0rc1") == (0, 24, 0) and knobs.release_tuple("main") is None
+
+
+@pytest.mark.parametrize("fields, problem", [
+    (dict(read_until="latest", removed_by="vllm-ascend #1"), "read_until 'latest' is not a release"),
+    (dict(read_until="v0.23.0"), "read_until and removed_by go together"),
+    (dict(removed_by="vllm-ascend #1"), "read_until and removed_by go together"),
+])
+def test_a_removal_names_the_last_release_and_the_change(fields, problem):
+    with pytest.raises(ValueError, match=problem):
+        Knob(**{**KNOB, "backends": ["cuda"], **fields})
+
+
 def test_cpu_and_cuda_knobs_are_as_they_were():
     card = load_card("palmyra-mini")
     cpu = {k.name: k.env for k in card.tuning.knobs if k.backends == ["cpu"]}

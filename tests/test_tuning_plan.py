@@ -1,12 +1,15 @@
 """Which knobs and servers the tuning section runs per backend and profile, and what it concludes.
 
 The servers are fakes that record what would start (argv and environment); the measurements are a fake
-device on which some knobs help, some do nothing and one hurts.  The real steps (:class:`TuningSteps`, the
-server pool and :meth:`Platform.server_spec`) decide everything else.
+device on which some knobs help, some do nothing and some hurt.  The real steps (:class:`TuningSteps`, the
+server pool and :meth:`Platform.server_spec`) decide everything else.  An NPU build runs with the environment
+vllm-ascend's v0.23.0 image gives it (:data:`IMAGE_ENV`), so it measures, and combines, only what a container of
+that image can change; a host set up with pip (:data:`PIP_HOST_ENV`) is the one other NPU host modelled.
 """
 
 import dataclasses
 import io
+import os
 import platform
 import shutil
 
@@ -19,6 +22,22 @@ from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.record.schema import Stat, TuningRow
 
 JEMALLOC = f"/usr/lib/{platform.machine()}-linux-gnu/libjemalloc.so.2"
+# The environment a build has in vllm-ascend's image, quay.io/ascend/vllm-ascend:v0.23.0 (vllm-ascend v0.23.0,
+# Dockerfile): ENV lines 59-62 (SOC_VERSION from ARG line 57), and the jemalloc preload that Dockerfile:75 appends
+# to ~/.bashrc (libjemalloc2 installed at Dockerfile:27), which a CI step's shell never reads but the build's
+# bootstrap exports where the library exists (scripts/bootstrap_env.sh, IMAGE_BASHRC).  The CANN base image's own
+# variables (ASCEND_TOOLKIT_HOME, LD_LIBRARY_PATH...) set no knob and are left out.
+IMAGE_ENV = {"DEBIAN_FRONTEND": "noninteractive", "SOC_VERSION": "ascend910b1", "TASK_QUEUE_ENABLE": "1",
+             "OMP_NUM_THREADS": "1", "LD_PRELOAD": JEMALLOC}
+# vllm-ascend set up with pip on a host (its docs/source/installation.md, "Set up using Python"): none of the
+# image's settings, and libjemalloc2 not installed (where it is, the bootstrap preloads it as in the image).
+PIP_HOST_ENV: dict[str, str] = {}
+# What the fake device's builds measure in the image: the knobs the image's baseline lacks, in the card's order
+# (task queue level 1 and jemalloc: the image sets them; async scheduling and block size 128: vLLM 0.23.0 and
+# vllm-ascend v0.23.0 do them by default; HCCL AIV expansion: a server on 2 cards or more).
+IN_THE_IMAGE = ["task queue level 2", "CPU affinity", "full decode graph", "weight prefetch", "8192 batched tokens",
+                "graph capture sizes 1-16"]
+HCCL_SKIP = "a setting for a server on 2 or more cards; this model's server uses 1"
 
 
 def _names(sel):
@@ -27,23 +46,70 @@ def _names(sel):
 
 # -- the pure selection -------------------------------------------------------------------------------------
 
-def test_npu_knobs_of_a_one_card_server_in_the_full_profile():
+def test_npu_knobs_of_a_one_card_server_in_the_image():
+    """On an Atlas A2 host (aarch64) in vllm-ascend's v0.23.0 image: what the image's baseline already has is not
+    measured, and says so."""
     card = load_card("palmyra-mini")
-    sel = plan.select_knobs(card, "npu", "full", environ={}, machine="aarch64", exists=lambda p: True)
-    assert _names(sel) == ["task queue level 2", "task queue level 1", "CPU affinity", "jemalloc",
-                           "full decode graph", "async scheduling", "weight prefetch", "8192 batched tokens",
-                           "block size 128", "graph capture sizes 1-16"]
-    assert next(k for k in sel.run if k.name == "jemalloc").env == {
-        "LD_PRELOAD": "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"}
-    assert {k: str(v) for k, v in sel.skipped.items()} == {"HCCL AIV expansion": "a setting for a server on 2 or more cards; this model's server "
-                                                 "uses 1"}
+    lib = "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"
+    sel = plan.select_knobs(card, "npu", "full", environ={**IMAGE_ENV, "LD_PRELOAD": lib}, machine="aarch64",
+                            exists=lambda p: True, vllm_ascend="0.23.0")
+    assert _names(sel) == IN_THE_IMAGE
+    skipped = {k: str(v) for k, v in sel.skipped.items()}
+    assert skipped == {
+        "task queue level 1": "this build's environment already has TASK_QUEUE_ENABLE=1, as vllm-ascend's image sets "
+                              "it (vllm-ascend v0.23.0 Dockerfile:61, ENV)",
+        "jemalloc": f"this build's environment already has LD_PRELOAD with {lib}, as vllm-ascend's image sets it "
+                    "(vllm-ascend v0.23.0 Dockerfile:75, ~/.bashrc; the build's bootstrap exports it)",
+        "async scheduling": "already the default: " + next(k.baseline for k in card.tuning.knobs
+                                                          if k.name == "async scheduling"),
+        "block size 128": "already the default: " + next(k.baseline for k in card.tuning.knobs
+                                                        if k.name == "block size 128"),
+        "HCCL AIV expansion": HCCL_SKIP}
+    assert [k for k, why in sel.skipped.items() if plan.in_baseline(why)] == [
+        "task queue level 1", "jemalloc", "async scheduling", "block size 128"]
+    assert "vllm/config/vllm.py:957-997" in skipped["async scheduling"]
+    assert "refresh_block_size" in skipped["block size 128"]
+    assert plan.image_environ("aarch64") == {"TASK_QUEUE_ENABLE": "1", "OMP_NUM_THREADS": "1", "LD_PRELOAD": lib}
+    assert plan.image_environ(platform.machine()).items() <= IMAGE_ENV.items()  # the test's image is the plan's
+
+
+def test_npu_knobs_on_a_host_set_up_with_pip():
+    """vllm-ascend installed with pip on a bare host (no image): task queue level 1 is measured; jemalloc is not
+    installed there (installed, the bootstrap would preload it, as in the image)."""
+    card = load_card("palmyra-mini")
+    sel = plan.select_knobs(card, "npu", "full", environ=PIP_HOST_ENV, machine="aarch64", exists=lambda p: False,
+                            vllm_ascend="0.23.0")
+    assert _names(sel) == ["task queue level 2", "task queue level 1", "CPU affinity", "full decode graph",
+                           "weight prefetch", "8192 batched tokens", "graph capture sizes 1-16"]
+    assert str(sel.skipped["jemalloc"]) == ("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2 is not installed on this "
+                                            "build's host")
+    assert [k for k, why in sel.skipped.items() if plan.in_baseline(why)] == ["async scheduling", "block size 128"]
+
+
+@pytest.mark.parametrize("version, measured", [("0.23.0", True), ("0.23.0.post1", True), ("v0.22.1rc1", True),
+                                               ("0.24.0rc1", False), ("0.27.1", False), ("", True)])
+def test_a_setting_the_installed_vllm_ascend_no_longer_reads_is_not_measured(version, measured):
+    """weight_prefetch_config is read up to v0.23.0 (ascend_config.py:52-53); vllm-ascend #11949 removed it, and a
+    later release ignores the key without a word.  "": the version is not checked."""
+    card = load_card("palmyra-mini")
+    knob = next(k for k in card.tuning.knobs if k.name == "weight prefetch")
+    assert (knob.read_until, knob.removed_by) == ("v0.23.0", "vllm-ascend #11949")
+    assert "#11949" in knob.source and "#11949" in knob.why
+    sel = plan.select_knobs(card, "npu", "full", environ=IMAGE_ENV, exists=lambda p: True, vllm_ascend=version)
+    assert ("weight prefetch" in _names(sel)) is measured
+    if not measured:
+        assert str(sel.skipped["weight prefetch"]) == (
+            f"vllm-ascend {version} no longer reads it (read up to v0.23.0, removed by vllm-ascend #11949): its "
+            "server would ignore it without a word")
+        assert not plan.in_baseline(sel.skipped["weight prefetch"])
 
 
 def test_a_multi_card_server_runs_the_multi_card_knob():
     card = load_card("palmyra-mini")
     two = card.model_copy(update={"serve": card.serve.model_copy(update={"tensor_parallel_size": 2})})
-    sel = plan.select_knobs(two, "npu", "full", environ={}, exists=lambda p: True)
-    assert "HCCL AIV expansion" in _names(sel) and sel.skipped == {}
+    sel = plan.select_knobs(two, "npu", "full", environ=IMAGE_ENV, exists=lambda p: True)
+    assert "HCCL AIV expansion" in _names(sel)
+    assert all(plan.in_baseline(why) for why in sel.skipped.values())  # what remains apart is in the baseline
 
 
 def test_what_the_host_lacks_or_already_has_is_not_measured_and_says_why():
@@ -52,10 +118,15 @@ def test_what_the_host_lacks_or_already_has_is_not_measured_and_says_why():
                             exists=lambda p: False)
     assert "task queue level 2" not in _names(sel) and "task queue level 1" in _names(sel)
     assert str(sel.skipped["task queue level 2"]) == "this build's environment already has TASK_QUEUE_ENABLE=2"
+    assert plan.in_baseline(sel.skipped["task queue level 2"])  # not the image's value, in the baseline all the same
     assert str(sel.skipped["jemalloc"]) == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 is not installed on this build's host"
     lib = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
-    sel = plan.select_knobs(card, "npu", "full", environ={"LD_PRELOAD": lib}, machine="x86_64", exists=lambda p: False)
-    assert str(sel.skipped["jemalloc"]) == f"this build's environment already has LD_PRELOAD with {lib}"
+    sel = plan.select_knobs(card, "npu", "full", environ={"LD_PRELOAD": f"/x.so:{lib}"}, machine="x86_64",
+                            exists=lambda p: False)
+    assert str(sel.skipped["jemalloc"]).startswith(f"this build's environment already has LD_PRELOAD with {lib}, as "
+                                                   "vllm-ascend's image sets it (")
+    # the message documents written before the image's reason store: it reads as the baseline's
+    assert plan.SKIP_ALREADY == "this build's environment already has {variables}"
 
 
 @pytest.mark.parametrize("backend, profile, run", [
@@ -67,20 +138,23 @@ def test_what_the_host_lacks_or_already_has_is_not_measured_and_says_why():
 def test_knobs_per_backend_and_profile(backend, profile, run):
     sel = plan.select_knobs(load_card("palmyra-mini"), backend, profile, environ={}, exists=lambda p: True)
     assert _names(sel) == run
-    if profile == "quick":
-        assert sel.skipped and all("measured in the full profile only" in str(why) for why in sel.skipped.values())
+    if profile == "quick":  # what the baseline has says so in every profile
+        assert sel.skipped and all("measured in the full profile only" in str(why) or plan.in_baseline(why)
+                                   for why in sel.skipped.values())
+        assert [k for k, why in sel.skipped.items() if plan.in_baseline(why)] == (
+            ["async scheduling", "block size 128"] if backend == "npu" else [])
 
 
 @pytest.mark.parametrize("key", known_models())
 def test_cards_without_a_tuning_section_start_no_tuning_server(key):
     card = load_card(key)
-    starts = plan.starts(card, "npu", "full", environ={}, exists=lambda p: True)
+    starts = plan.starts(card, "npu", "full", environ=IMAGE_ENV, exists=lambda p: True)
     if card.tuning is None:
         assert starts == {"configurations": 0, "combination": 0, "overhead": 0}
     else:
-        assert starts == {"configurations": 12, "combination": 1, "overhead": 1}  # eager, graph, 10 knobs
-        assert plan.starts(card, "npu", "full", sweep_mode="graph", environ={}, exists=lambda p: True)[
-                   "configurations"] == 11
+        assert starts == {"configurations": 8, "combination": 1, "overhead": 1}  # eager, graph, 6 knobs
+        assert plan.starts(card, "npu", "full", sweep_mode="graph", environ=IMAGE_ENV, exists=lambda p: True)[
+                   "configurations"] == 7
 
 
 def _row(name, tpot, thr, knobs=()):
@@ -100,13 +174,22 @@ def test_verdict_against_graph_mode_is_beyond_the_spread_of_both(tpot, thr, expe
 
 FAKE_NPU = {  # what each setting does to TPOT (factor) and to throughput at 16 (factor) on the fake device
     "FULL_DECODE_ONLY": (0.8, 1.0), "TASK_QUEUE_ENABLE=1": (0.9, 1.0), "TASK_QUEUE_ENABLE=2": (0.93, 1.0),
-    "--async-scheduling": (1.0, 1.2), "weight_prefetch_config": (1.1, 1.0),
-}
+    "weight_prefetch_config": (1.1, 1.0), "--max-num-batched-tokens 8192": (1.0, 1.1),
+}  # async scheduling and block size 128: what vLLM 0.23.0 / vllm-ascend v0.23.0 already do (no setting to find)
+# What the fake engine logs: vllm-ascend's CPU binding on an ARM host (vllm_ascend/cpu_binding.py:626, 641)
+BOUND = ("(EngineCore_DP0 pid=812) INFO 12-01 08:00:01 [cpu_binding.py:626] The CPU allocation plan is as follows:\n"
+         "(EngineCore_DP0 pid=812) INFO 12-01 08:00:01 [cpu_binding.py:641] NPU0: main=[2 3 4 5 6 7 8 9 10 11 12 13 "
+         "14 15 16 17 18 19 20 21]  acl=[22]  release=[23]\n")
+
+
+def env_text(env) -> str:
+    return " ".join(f"{k}={v}" for k, v in env.items())
 
 
 class FakeServer:
     started: list = []
     refuse = ""  # a setting this fake engine refuses to start with
+    log = ""  # what it writes to its log when it starts
 
     def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu"):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 42.0
@@ -119,6 +202,8 @@ class FakeServer:
 
     def start(self):
         FakeServer.started.append(self)
+        if self.log_path is not None:
+            self.log_path.write_text(FakeServer.log)
         if FakeServer.refuse and FakeServer.refuse in " ".join(self.argv):
             raise TutorialError("the vLLM server exited with code 1 before it was ready; last lines of its log:\n"
                                 "ValueError: no such thing")
@@ -128,8 +213,9 @@ class FakeServer:
 
 
 def fake_point(n, name):
+    """The fake device: the server's flags and the environment its process has (the build's, with its own over)."""
     srv = FakeServer.started[-1]
-    return measure(" ".join(srv.argv + [f"{k}={v}" for k, v in srv.env.items()]), n)
+    return measure(" ".join(srv.argv) + " " + env_text({**os.environ, **srv.env}), n)
 
 
 def measure(text, n):
@@ -144,7 +230,9 @@ def measure(text, n):
 
 @pytest.fixture
 def npu_build(monkeypatch, tmp_path):
-    """A tutorial object on an NPU build (no device, no vLLM): fake servers and measurements."""
+    """A tutorial object on an NPU build (no device, no vLLM): fake servers and measurements.  ``host``: "image",
+    a build in vllm-ascend's v0.23.0 image (:data:`IMAGE_ENV`, libjemalloc2 installed: the NPU default); "pip",
+    vllm-ascend installed with pip on a bare host (:data:`PIP_HOST_ENV`, no libjemalloc2: the CPU and CUDA default)."""
     from npu_tutorials.tutorial import servers
     from npu_tutorials.measure import tuning_plan
     from npu_tutorials.core.progress import Progress
@@ -153,27 +241,33 @@ def npu_build(monkeypatch, tmp_path):
 
     FakeServer.started = []
     monkeypatch.setattr(servers, "VLLMServer", FakeServer)
-    monkeypatch.setattr(tuning_plan, "host_file_exists", lambda p: p == JEMALLOC)
-    for var in ("ASCEND_RT_VISIBLE_DEVICES", "LD_PRELOAD", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF"):
+    for var in ("ASCEND_RT_VISIBLE_DEVICES", "CPU_AFFINITY_CONF"):  # the image sets neither
         monkeypatch.delenv(var, raising=False)
     tiny = tmp_path / "tiny"
-    monkeypatch.setattr("npu_tutorials.inputs.standin.ensure_standin", lambda card, **kw: type("W", (), {"path": tiny}))
+    monkeypatch.setattr("npu_tutorials.tutorial.steps_tuning.ensure_standin", lambda card, **kw: type("W", (), {"path": tiny}))
 
     made = []
     monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "results"))
 
-    def make(key, backend="npu"):
+    def make(key, backend="npu", host=None):
         from npu_tutorials.engine.platform import EngineDtype, platform_for
         from npu_tutorials.tutorial import TutorialState
 
         for old in made:  # stopped, not abandoned: nothing of a fake run is written
             old.stop()
-        FakeServer.started, FakeServer.refuse = [], ""
+        FakeServer.started, FakeServer.refuse, FakeServer.log = [], "", BOUND if backend == "npu" else ""
+        host = host or ("image" if backend == "npu" else "pip")
+        for var, value in IMAGE_ENV.items():
+            if host == "image":
+                monkeypatch.setenv(var, value)
+            else:
+                monkeypatch.delenv(var, raising=False)
+        monkeypatch.setattr(tuning_plan, "host_file_exists", lambda p: host == "image" and p == JEMALLOC)
         card = load_card(key)
         doc = sweep_doc(key, mach=machine(backend, "Ascend910B3"), profile="full", built_at="2026-12-01T08:00:00+00:00")
         doc.results.efficiency = Efficiency.model_construct(measured_bandwidth=1.0e12)
         for p in doc.results.concurrency_sweep:  # the sweep's server: graph mode with the card's defaults
-            p.output_throughput, p.tpot_ms, p.ttft_ms = measure("", p.concurrency)
+            p.output_throughput, p.tpot_ms, p.ttft_ms = measure(env_text(os.environ), p.concurrency)
         plat = platform_for(backend)
         plan = dataclasses.replace(plat.plan(card, "full"), dtype=EngineDtype("bfloat16", False, ""),
                                    accuracy_dtype="bfloat16")
@@ -185,8 +279,9 @@ def npu_build(monkeypatch, tmp_path):
         state.port = lambda: 8123
         state.bench_worker = lambda: None
         tut = Tutorial(key, state)
-        tut.start_server()  # starts nothing: the tuning section starts its own servers
-        tut.performance.point = fake_point
+        tut.start_server()
+        FakeServer.started = []  # the page's server: the tuning section stops it and starts its own
+        tut._performance.point = fake_point  # the fake device
         made.append(tut)
         return tut
 
@@ -206,6 +301,8 @@ def _added(tut, srv):
 
 
 def test_the_servers_an_npu_build_of_each_card_starts_for_tuning(npu_build):
+    """In vllm-ascend's v0.23.0 image: only the knobs its baseline lacks, and a best combination a container can
+    produce (no task queue level 1, jemalloc, async scheduling or block size 128: the baseline has them)."""
     for key in known_models():
         tut = npu_build(key)
         if tut.card.tuning is None:
@@ -218,34 +315,82 @@ def test_the_servers_an_npu_build_of_each_card_starts_for_tuning(npu_build):
         cc = "--compilation-config"
         assert started == [
             (["--enforce-eager"], {}),  # the report's conditions; graph mode is the sweep's own server
-            ([], {"TASK_QUEUE_ENABLE": "2"}),
-            ([], {"TASK_QUEUE_ENABLE": "1"}),
+            ([], {"TASK_QUEUE_ENABLE": "2"}),  # over the image's level 1
             ([], {"CPU_AFFINITY_CONF": "1"}),
-            ([], {"LD_PRELOAD": JEMALLOC}),
             ([cc, '{"cudagraph_mode": "FULL_DECODE_ONLY"}'], {}),
-            (["--async-scheduling"], {}),
             (["--additional-config", '{"weight_prefetch_config": {"enabled": true}}'], {}),
             (["--max-num-batched-tokens", "8192"], {}),
-            (["--block-size", "128"], {}),
             ([cc, '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}'], {}),
-            # the knobs that helped, largest gain first; task queue level 2 conflicts with level 1, which gained more
-            ([cc, '{"cudagraph_mode": "FULL_DECODE_ONLY"}', "--async-scheduling"], {"TASK_QUEUE_ENABLE": "1"}),
+            # the knobs that helped, largest gain first (task queue level 2 is worse than the image's level 1)
+            ([cc, '{"cudagraph_mode": "FULL_DECODE_ONLY"}', "--max-num-batched-tokens", "8192"], {}),
             # the tiny model of the fixed overhead, served in the best configuration
-            ([cc, '{"cudagraph_mode": "FULL_DECODE_ONLY"}', "--async-scheduling"], {"TASK_QUEUE_ENABLE": "1"}),
+            ([cc, '{"cudagraph_mode": "FULL_DECODE_ONLY"}', "--max-num-batched-tokens", "8192"], {}),
         ]
         for srv in FakeServer.started:
             assert srv.env["PYTORCH_NPU_ALLOC_CONF"] == "expandable_segments:True"  # the build's own settings
             assert srv.env["ASCEND_RT_VISIBLE_DEVICES"] == "0" and "--enforce-eager" not in srv.argv[:-1]
+            assert "--async-scheduling" not in srv.argv and "--block-size" not in srv.argv
         assert FakeServer.started[-1].argv[FakeServer.started[-1].argv.index("--model") + 1] == str(tut.state.serve_path.parent / "tiny")
-        combo = "graph mode + best combination (full decode graph + task queue level 1 + async scheduling)"
+        combo = "graph mode + best combination (full decode graph + 8192 batched tokens)"
         assert [r.name for r in out.rows][:2] == [plan.EAGER, plan.GRAPH] and out.rows[-1].name == combo
-        assert out.best == combo and out.rows[-1].knobs == ["full decode graph", "task queue level 1", "async scheduling"]
-        assert {k: str(v) for k, v in out.skipped.items()} == {"HCCL AIV expansion": "a setting for a server on 2 or more cards; this model's server uses 1"}
-        assert out.build_env["TASK_QUEUE_ENABLE"] == "" and out.build_env["LD_PRELOAD"] == ""
+        assert out.best == combo and out.rows[-1].knobs == ["full decode graph", "8192 batched tokens"]
+        assert {k: str(v).split(" (")[0].split(":")[0] for k, v in out.skipped.items()} == {
+            "task queue level 1": "this build's environment already has TASK_QUEUE_ENABLE=1, as vllm-ascend's image "
+                                  "sets it",
+            "jemalloc": f"this build's environment already has LD_PRELOAD with {JEMALLOC}, as vllm-ascend's image "
+                        "sets it",
+            "async scheduling": "already the default", "block size 128": "already the default",
+            "HCCL AIV expansion": HCCL_SKIP}
+        assert out.build_env == {"TASK_QUEUE_ENABLE": "1", "CPU_AFFINITY_CONF": ""}  # the image's level 1, measured
         assert all(r.fraction and r.tpot_ms.n > 1 and r.throughput_high.n == 3 for r in out.rows)
         assert out.rows[1].startup_s == 30.0  # the sweep's server, not a new one
-        assert "export TASK_QUEUE_ENABLE=1" in out.command and "--async-scheduling" in out.command
+        assert "--max-num-batched-tokens 8192" in out.command and "FULL_DECODE_ONLY" in out.command
+        assert "TASK_QUEUE_ENABLE" not in out.command and "--async-scheduling" not in out.command
         assert "vllm serve ./palmyra-mini" in out.command and "--enforce-eager" not in out.command
+
+
+def test_a_host_set_up_with_pip_measures_what_the_image_would_have(npu_build):
+    """vllm-ascend installed with pip on a bare host (installation.md, "Set up using Python"): no TASK_QUEUE_ENABLE,
+    so task queue level 1 is measured and can join the best combination; no libjemalloc2, so no preload."""
+    tut = npu_build("palmyra-mini", host="pip")
+    out = tut.tuning()
+    assert [_added(tut, s) for s in FakeServer.started][2] == ([], {"TASK_QUEUE_ENABLE": "1"})
+    assert str(out.skipped["jemalloc"]) == f"{JEMALLOC} is not installed on this build's host"
+    assert [k for k, why in out.skipped.items() if plan.in_baseline(why)] == ["async scheduling", "block size 128"]
+    # largest gain first: full decode graph, task queue level 1, 8192 batched tokens; level 2 conflicts with level 1
+    assert out.best == ("graph mode + best combination (full decode graph + task queue level 1 + 8192 batched "
+                        "tokens)")
+    assert out.build_env["TASK_QUEUE_ENABLE"] == "" and "export TASK_QUEUE_ENABLE=1" in out.command
+
+
+@pytest.mark.parametrize("log, line", [
+    (BOUND, "INFO [cpu_binding.py:641] NPU0: main=[2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21]  acl=[22]  "
+            "release=[23]"),
+    # the plan is logged, then binding the threads fails: the failure is what happened (worker/worker.py:783)
+    (BOUND + "(EngineCore_DP0 pid=812) WARNING 12-01 08:00:02 [worker.py:783] Bind cpus failed in rank0: Failed to "
+             "bind 812 to CPU 2,3. Skip binding cpu.\n",
+     "WARNING [worker.py:783] Bind cpus failed in rank0: Failed to bind 812 to CPU 2,3. Skip binding cpu."),
+    ("\x1b[36m(EngineCore_DP0 pid=9)\x1b[0m INFO 12-01 08:00:01 [cpu_binding.py:803] CPU binding skipped: non-ARM CPU "
+     "detected.\n", "INFO [cpu_binding.py:803] CPU binding skipped: non-ARM CPU detected."),
+    ("WARNING 12-01 08:00:01 [cpu_binding.py:40] Unknown CPU architecture. arch=riscv64, action: disabling CPU "
+     "binding.", "WARNING [cpu_binding.py:40] Unknown CPU architecture. arch=riscv64, action: disabling CPU binding."),
+    ("INFO 12-01 08:00:01 [cpu_binding.py:635] Ascend 950 NPU3: worker=[8 9 10]",
+     "INFO [cpu_binding.py:635] Ascend 950 NPU3: worker=[8 9 10]"),
+    ("INFO 12-01 08:00:01 [vllm.py:1000] Asynchronous scheduling is enabled.\n", None),  # no binding line
+    ("", None),
+])
+def test_vllm_ascends_cpu_binding_line_is_read_from_a_servers_log(log, line):
+    assert plan.cpu_binding(log) == line
+
+
+def test_the_tuning_section_records_vllm_ascends_cpu_binding(npu_build):
+    from npu_tutorials.views import Views
+
+    tut = npu_build("palmyra-mini")
+    out = tut.tuning()
+    assert out.cpu_binding == plan.cpu_binding(BOUND) and out.cpu_binding.startswith("INFO [cpu_binding.py:641] NPU0:")
+    note = Views(tut.doc, tut.card).tuning.tuning_table().note
+    assert f'as the server\'s log reported it: "{out.cpu_binding}".' in note
 
 
 @pytest.mark.parametrize("backend, added", [
@@ -258,7 +403,7 @@ def test_cpu_and_cuda_builds_start_their_own_knobs(npu_build, backend, added):
     tut = npu_build("palmyra-mini", backend)
     out = tut.tuning()
     assert [_added(tut, s) for s in FakeServer.started] == added  # no knob helps on the fake: no combination
-    assert out.best == plan.GRAPH and out.skipped == {}
+    assert out.best == plan.GRAPH and out.skipped == {} and out.cpu_binding is None
 
 
 # -- the page: the table, the knobs, the NPU tab ---------------------------------------------------------------
@@ -269,15 +414,31 @@ def test_the_tuning_views_name_each_verdict_the_skipped_knobs_and_the_sources(np
     tut = npu_build("palmyra-mini")
     tut.tuning()
     show = Views(tut.doc, tut.card)
-    table = repr(show.tuning.tuning_table())
-    assert "task queue level 2" in table and "weight prefetch" in table and "HCCL AIV expansion: a setting" in table
-    verdicts = {r[0]: r[-1] for r in show.tuning.tuning_table().rows}
+    table = show.tuning.tuning_table()
+    assert "task queue level 2" in repr(table) and "weight prefetch" in repr(table)
+    # the page says which knobs the baseline already has, and why, apart from those not measured for another reason
+    assert ("Already in the baseline (graph mode, and so every row), not measured: task queue level 1: this build's "
+            "environment already has TASK_QUEUE_ENABLE=1, as vllm-ascend's image sets it (vllm-ascend v0.23.0 "
+            "Dockerfile:61, ENV); jemalloc: ") in table.note
+    assert "; async scheduling: already the default: vLLM 0.23.0 turns asynchronous scheduling on" in table.note
+    assert "; block size 128: already the default: vllm-ascend v0.23.0 sets a 128-token block" in table.note
+    assert f"Not measured in this build: HCCL AIV expansion: {HCCL_SKIP}." in table.note
+    assert "This build's environment before any knob: TASK_QUEUE_ENABLE=1, CPU_AFFINITY_CONF=(unset)." in table.note
+    verdicts = {r[0]: r[-1] for r in table.rows}
     assert verdicts["graph mode + full decode graph"] == "better" and verdicts["graph mode + weight prefetch"] == "worse"
-    assert verdicts["graph mode + block size 128"] == "no clear change" and verdicts[plan.GRAPH] == "–"
+    assert verdicts["graph mode + task queue level 2"] == "worse"  # against the image's level 1
+    assert verdicts["graph mode + CPU affinity"] == "no clear change" and verdicts[plan.GRAPH] == "–"
+    assert "graph mode + block size 128" not in verdicts and "graph mode + async scheduling" not in verdicts
     knobs = show.tuning.tuning_knobs_table()
     measured = {r[0]: r[-1] for r in knobs.rows}
-    assert measured["jemalloc"] == "yes" and measured["HCCL AIV expansion"].startswith("a setting for a server on 2")
+    assert measured["jemalloc"].startswith("no, in the baseline: this build's environment already has LD_PRELOAD")
+    assert measured["async scheduling"].startswith("no, in the baseline: already the default: vLLM 0.23.0")
+    assert measured["CPU affinity"] == "yes" and measured["HCCL AIV expansion"] == HCCL_SKIP
     assert all("vllm-ascend" in r[2] for r in knobs.rows)
+    why = {r[0]: r[3] for r in knobs.rows}
+    assert "FULL_AND_PIECEWISE already replays uniform decode batches as full ACL graphs" in why["full decode graph"]
+    assert "never reports its cards' memory" in why["8192 batched tokens"]
+    assert "enable_cpu_binding" in why["CPU affinity"] and "ascend_config.py:162" in why["CPU affinity"]
 
 
 def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_build, monkeypatch, tmp_path):
@@ -295,11 +456,11 @@ def test_the_npu_tab_offers_the_measured_best_marked_with_card_and_date(npu_buil
     tut.doc.results.efficiency = None  # the fake's stand-in section; the tab reads the tuning section only
     write_doc(tut.doc, tmp_path / "recorded" / "palmyra-mini" / "npu.json")
     npu = deploy_rst(card).split(".. tab-item:: Ascend NPU")[1].split(".. tab-item::")[0]
-    assert ("The best combination this page measured, full decode graph + task queue level 1 + async scheduling, "
+    assert ("The best combination this page measured, full decode graph + 8192 batched tokens, "
             "on Ascend910B3 x 1 on 2026-12-01 (full profile") in npu
-    assert "export TASK_QUEUE_ENABLE=1" in npu and "--async-scheduling" in npu and "in place of step 4" in npu
+    assert "--max-num-batched-tokens 8192" in npu and "FULL_DECODE_ONLY" in npu and "in place of step 4" in npu
     tuned = deploy_page.tuned_npu(card)[0]  # parsed with vLLM's parser by tests/test_commands.py
-    assert tuned[:3] == ["vllm", "serve", "./palmyra-mini"] and "--async-scheduling" in tuned
+    assert tuned[:3] == ["vllm", "serve", "./palmyra-mini"] and "--max-num-batched-tokens" in tuned
 
 
 def test_the_runner_guides_estimate_includes_the_tuning_servers(tmp_path, monkeypatch):
@@ -314,25 +475,16 @@ def test_the_runner_guides_estimate_includes_the_tuning_servers(tmp_path, monkey
     gen = tmp_path / "_generated" / "runner_tuning.md"
     assert gen in write_generated(tmp_path)
     text = gen.read_text()
-    n = plan.starts(load_card("palmyra-mini"), "npu", "full", sweep_mode="graph", environ={}, exists=lambda p: True)
-    assert n == {"configurations": 11, "combination": 1, "overhead": 1}  # eager + 10 knobs; graph mode is the sweep's
-    assert ("| palmyra-mini | up to 13: 11 configurations (the report's conditions and each knob alone), at most 1 "
-            "combination of the knobs that helped, 1 tiny model for the fixed overhead | a server start, then 3 "
-            "benchmark runs at concurrency 1 (2 requests) and 3 at 16 (32 requests) | none recorded |") in text
+    n = plan.starts(load_card("palmyra-mini"), "npu", "full", sweep_mode="graph", environ=IMAGE_ENV,
+                    exists=lambda p: True)
+    assert n == {"configurations": 7, "combination": 1, "overhead": 1}  # eager + 6 knobs; graph mode is the sweep's
+    assert ("| palmyra-mini | up to 9: 7 configurations (the report's conditions and each knob the image's baseline "
+            "lacks, alone), at most 1 combination of the knobs that helped, 1 tiny model for the fixed overhead | a "
+            "server start, then 3 benchmark runs at concurrency 1 (2 requests) and 3 at 16 (32 requests) | none "
+            "recorded |") in text
     assert "| qwen2.5-0.5b | none (its card has no tuning section) | | |" in text
     monkeypatch.delenv("TUTORIAL_RECORDED_DIR")  # the repository's recorded builds: their tuning steps' time
     assert " s for 2 servers on AMD EPYC (2 cores) (quick profile, " in plan.runner_tuning_md()
-
-
-def test_a_preload_reaches_the_server_in_front_of_the_builds_own_and_the_row_keeps_the_readers_form(npu_build,
-                                                                                                 monkeypatch):
-    monkeypatch.setenv("LD_PRELOAD", "/usr/local/lib/libx.so")
-    tut = npu_build("palmyra-mini")
-    out = tut.tuning()
-    [srv] = [s for s in FakeServer.started if JEMALLOC in s.env.get("LD_PRELOAD", "")]
-    assert srv.env["LD_PRELOAD"] == f"{JEMALLOC}:/usr/local/lib/libx.so"
-    assert plan.row_named(out.rows, "graph mode + jemalloc").env == {"LD_PRELOAD": JEMALLOC}
-    assert out.build_env["LD_PRELOAD"] == "/usr/local/lib/libx.so"
 
 
 def test_a_knob_whose_server_fails_is_not_measured_and_the_section_goes_on(npu_build):
@@ -342,4 +494,4 @@ def test_a_knob_whose_server_fails_is_not_measured_and_the_section_goes_on(npu_b
     assert str(out.skipped["full decode graph"]) == ("its server failed: the vLLM server exited with code 1 before it "
                                                 "was ready; last lines of its log:")
     assert plan.row_named(out.rows, "graph mode + full decode graph") is None
-    assert out.best == "graph mode + best combination (task queue level 1 + async scheduling)"
+    assert out.best == "graph mode + 8192 batched tokens"  # the one other knob that helped: no combination

@@ -58,6 +58,10 @@ SUMMARY_ROWS = [
     (N_("Median ITL"), "median_itl_ms", "ms"),
     (N_("P99 ITL"), "p99_itl_ms", "ms"),
 ]
+# Keys of SUMMARY_ROWS a results document does not store (record.schema, schema 3 on): a run's median TPOT, whose
+# median over the runs would be a second median TPOT beside the headline one (record.headline: the median of
+# every request of the runs, pooled).  The bench table shows the headline figure in its row.
+NOT_STORED = frozenset({"median_tpot_ms"})
 
 
 @dataclass
@@ -68,7 +72,9 @@ class BenchResult:
     command: list[str]
 
     def summary(self) -> dict[str, float]:
-        return {key: self.data[key] for _label, key, _unit in SUMMARY_ROWS if key in self.data}
+        """The figures of vLLM's summary a results document stores (SUMMARY_ROWS, but NOT_STORED)."""
+        return {key: self.data[key] for _label, key, _unit in SUMMARY_ROWS
+                if key in self.data and key not in NOT_STORED}
 
     def per_request_tpot_ms(self) -> list[float]:
         """TPOT of each request: (latency - ttft) / (output_len - 1), as vLLM defines it."""

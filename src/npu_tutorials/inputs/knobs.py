@@ -14,6 +14,7 @@ flag, key or variable differently cannot be combined (a :class:`TutorialError` s
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Literal, Mapping, Sequence
@@ -192,6 +193,14 @@ def resolve_env(env: Mapping[str, str], machine: str, environ: Mapping[str, str]
     return out
 
 
+def release_tuple(version: str) -> tuple[int, int, int] | None:
+    """``"v0.23.0"``, ``"0.23.0.post1"``, ``"0.24.0rc1"`` -> ``(0, 23, 0)``, ``(0, 23, 0)``, ``(0, 24, 0)``: the
+    release a version belongs to (a post-release of 0.23.0 is 0.23.0's; a candidate of 0.24.0 is 0.24.0's);
+    None where it names none."""
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", (version or "").strip())
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
 def in_effect(env: Mapping[str, str], environ: Mapping[str, str]) -> list[str]:
     """The settings of a resolved knob environment that the build's environment already has."""
     have = set(preloaded(environ))
@@ -281,7 +290,9 @@ class Knob(FrozenModel):
 
     An NPU knob names its ``source`` (a file and section of vllm-ascend at the pinned release, or an issue
     number) and is checked against what that release accepts (:func:`npu_tutorials.inputs.knobs.knob_problems`).
-    ``{machine}`` in an environment value is the build host's architecture (``uname -m``)."""
+    ``{machine}`` in an environment value is the build host's architecture (``uname -m``).  ``baseline``: the
+    pinned release already does it by default (a no-op there: listed, not measured); ``read_until`` /
+    ``removed_by``: a setting a later release no longer reads (and would ignore without a word)."""
 
     name: str
     backends: list[Literal["npu", "cuda", "cpu"]]
@@ -291,9 +302,21 @@ class Knob(FrozenModel):
     source: str = ""
     min_devices: int = Field(default=1, ge=1, description="a setting for servers that span several cards: "
                                                           "measured only where the card's server uses this many")
+    baseline: str = Field("", description="what the pinned release already does by default that this knob "
+                                          "sets, with its source (file:line): the knob is a no-op there, so it "
+                                          "is not measured and the page says the baseline has it")
+    read_until: str = Field("", description="the last vllm-ascend release that reads this knob's setting "
+                                            "(a tag, 'v0.23.0'): a build on a later release does not measure it")
+    removed_by: str = Field("", description="the change that removed the setting after read_until "
+                                            "('vllm-ascend #11949')")
 
     @model_validator(mode="after")
     def _npu_knobs_hold_against_the_pinned_release(self) -> "Knob":
+        if self.read_until and release_tuple(self.read_until) is None:
+            raise ValueError(f"knob {self.name!r}: read_until {self.read_until!r} is not a release (vX.Y.Z)")
+        if bool(self.read_until) != bool(self.removed_by):
+            raise ValueError(f"knob {self.name!r}: read_until and removed_by go together (the last release that "
+                             "reads it, and the change that removed it)")
         if "npu" in self.backends:
             if not self.source.strip():
                 raise ValueError(f"knob {self.name!r}: an NPU knob names its source (file and section, or issue)")

@@ -1,8 +1,11 @@
 """What the tuning section runs and concludes, as pure functions of the card, the build and the figures.
 
 * :func:`select_knobs`: the card's knobs for a backend and profile, and why each other one is not measured
-  in this build (another profile, a server on fewer cards than the knob needs, a library the host lacks,
-  a setting the build's environment already has);
+  in this build: already in the baseline (a setting the build's environment already has, as vllm-ascend's
+  image sets it: :data:`IMAGE_ENV`; or what the pinned release does by default: the knob's ``baseline``),
+  a setting the installed vllm-ascend no longer reads, another profile, a server on fewer cards than the
+  knob needs, a library the host lacks;
+* :func:`cpu_binding`: vllm-ascend's own CPU binding as a server's log reports it (the tuning section records it);
 * :func:`tuning_servers`: the servers the section starts, in order: the report's conditions (eager),
   graph mode with the card's defaults, graph mode plus each knob alone (the concurrency sweep's own
   server stands in for the row it equals);
@@ -17,12 +20,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..core.messages import N_, _
 from ..engine.platform import platform_for
-from ..inputs.knobs import combinable, in_effect, merge, preloaded, resolve_env
+from ..inputs.knobs import combinable, in_effect, merge, preloaded, release_tuple, resolve_env
 from ..record.schema_base import Message
 
 EAGER = N_("report's conditions (eager)")
@@ -33,8 +37,69 @@ SKIP_PROFILE = N_("measured in the {profiles} profile only (each knob is another
                   "this build ran {profile}")
 SKIP_DEVICES = N_("a setting for a server on {needs} or more cards; this model's server uses {has}")
 SKIP_MISSING = N_("{path} is not installed on this build's host")
-SKIP_ALREADY = N_("this build's environment already has {variables}")
 SKIP_FAILED = N_("its server failed: {error}")  # written by the tutorial's tuning step
+SKIP_REMOVED = N_("vllm-ascend {version} no longer reads it (read up to {release}, removed by {change}): its "
+                  "server would ignore it without a word")
+# why a knob is in the baseline (graph mode with the card's defaults, and so every row): not measured, since its row
+# would repeat graph mode; the page lists these knobs as the baseline's (in_baseline)
+SKIP_ALREADY = N_("this build's environment already has {variables}")
+SKIP_IMAGE = N_("this build's environment already has {variables}, as vllm-ascend's image sets it ({where})")
+SKIP_DEFAULT = N_("already the default: {how}")
+BASELINE_REASONS = frozenset({SKIP_ALREADY, SKIP_IMAGE, SKIP_DEFAULT})
+
+# What vllm-ascend's image (quay.io/ascend/vllm-ascend:v0.23.0, the pinned release) puts in the environment of every
+# process of a build, with where (vllm-ascend v0.23.0, Dockerfile): value, source.  Dockerfile:27 installs
+# libjemalloc2; Dockerfile:75 preloads it from ~/.bashrc, which a CI step's shell never reads, so the build's bootstrap
+# exports it wherever the library exists (scripts/bootstrap_env.sh, IMAGE_BASHRC).  {machine}: ``uname -m``.
+IMAGE_ENV = {
+    "TASK_QUEUE_ENABLE": ("1", "vllm-ascend v0.23.0 Dockerfile:61, ENV"),
+    "OMP_NUM_THREADS": ("1", "vllm-ascend v0.23.0 Dockerfile:62, ENV"),
+    "LD_PRELOAD": ("/usr/lib/{machine}-linux-gnu/libjemalloc.so.2",
+                   "vllm-ascend v0.23.0 Dockerfile:75, ~/.bashrc; the build's bootstrap exports it"),
+}
+
+
+def image_environ(machine: str = "aarch64") -> dict[str, str]:
+    """The settings :data:`IMAGE_ENV` gives a build on a ``machine`` host (an Atlas A2/A3 server: aarch64)."""
+    return {var: value.replace("{machine}", machine) for var, (value, _where) in IMAGE_ENV.items()}
+
+
+def in_baseline(why) -> bool:
+    """Whether a knob's reason for not being measured (a :class:`Message`, or a plain string of an older
+    document) says the baseline already has it."""
+    return getattr(why, "msgid", why) in BASELINE_REASONS
+
+
+def _image_sources(env: Mapping[str, str], machine: str) -> list[str]:
+    """Where vllm-ascend's image sets each setting of a resolved knob environment; empty unless it sets them all."""
+    image = image_environ(machine)
+    where = []
+    for var, value in env.items():
+        if var not in image:
+            return []
+        same = (set(preloaded(env)) <= set(preloaded(image)) if var == "LD_PRELOAD" else image[var] == value)
+        if not same:
+            return []
+        where.append(IMAGE_ENV[var][1])
+    return where
+
+
+def installed_vllm_ascend() -> str | None:
+    """The version of the vllm-ascend this host has installed, else None."""
+    import importlib.metadata as md
+
+    for dist in ("vllm-ascend", "vllm_ascend"):
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return None
+
+
+def no_longer_read(knob, version: str | None) -> bool:
+    """Whether vllm-ascend ``version`` is a release after the last one that reads ``knob``'s setting."""
+    last, have = release_tuple(knob.read_until), release_tuple(version or "")
+    return bool(last and have and have > last)
 
 
 @dataclass(frozen=True)
@@ -65,14 +130,20 @@ def host_file_exists(path: str) -> bool:
 
 
 def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str] | None = None,
-                 machine: str = "", exists: Callable[[str], bool] | None = None) -> KnobSelection:
+                 machine: str = "", exists: Callable[[str], bool] | None = None,
+                 vllm_ascend: str | None = None) -> KnobSelection:
     """The card's knobs of ``backend`` this build measures in ``profile``, and why each other is not.
-    ``environ``, ``machine`` (``uname -m``) and ``exists`` (a file test) describe the build's host."""
+    ``environ``, ``machine`` (``uname -m``), ``exists`` (a file test) and ``vllm_ascend`` (its version; None: the
+    installed one, "": not checked) describe the build's host.  A knob the baseline already has (the environment
+    has all it sets, or the pinned release does it by default) is not measured in any profile: its row would
+    repeat graph mode."""
     import platform
 
     environ = dict(os.environ if environ is None else environ)
     machine = machine or platform.machine()
     exists = exists or host_file_exists
+    if vllm_ascend is None and backend == "npu":
+        vllm_ascend = installed_vllm_ascend()
     out = KnobSelection()
     t = card.tuning
     if t is None:
@@ -83,14 +154,21 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
         env = resolve_env(k.env, machine, {})  # as a reader sets it; the server gets resolve_env(env, .., environ)
         missing = [p for p in preloaded(env) if p not in preloaded(environ) and not exists(p)]
         already = in_effect(env, environ)
-        if profile not in t.knob_profiles:
+        image = _image_sources(env, machine) if backend == "npu" else []
+        if already and len(already) == len(env):
+            out.skipped[k.name] = (Message.of(SKIP_IMAGE, variables=", ".join(already), where="; ".join(image))
+                                   if image else Message.of(SKIP_ALREADY, variables=", ".join(already)))
+        elif k.baseline:
+            out.skipped[k.name] = Message.of(SKIP_DEFAULT, how=k.baseline)
+        elif backend == "npu" and no_longer_read(k, vllm_ascend):
+            out.skipped[k.name] = Message.of(SKIP_REMOVED, version=vllm_ascend, release=k.read_until,
+                                             change=k.removed_by)
+        elif profile not in t.knob_profiles:
             out.skipped[k.name] = Message.of(SKIP_PROFILE, profiles=" and ".join(t.knob_profiles), profile=profile)
         elif server_devices(card) < k.min_devices:
             out.skipped[k.name] = Message.of(SKIP_DEVICES, needs=k.min_devices, has=server_devices(card))
         elif missing:
             out.skipped[k.name] = Message.of(SKIP_MISSING, path=missing[0])
-        elif already and len(already) == len(env):
-            out.skipped[k.name] = Message.of(SKIP_ALREADY, variables=", ".join(already))
         else:
             out.run.append(k.model_copy(update={"env": env}))
     return out
@@ -122,6 +200,39 @@ def starts(card, backend: str, profile: str, *, sweep_mode: str | None = None, *
     return {"configurations": sum(not s.reused for s in servers) if t else 0,
             "combination": int(len(sel.run) >= 2),
             "overhead": int(bool(t and t.overhead_model))}
+
+
+# -- what a server's log says ------------------------------------------------------------------------------
+
+# vllm-ascend v0.23.0 binds each worker's threads to CPU cores by default (ascend_config.py:162, enable_cpu_binding
+# True): after warm-up (worker/worker.py:777-783) it pins the worker's threads (taskset -acp, then its acl and
+# release threads: cpu_binding.py:249-257, 683-694), on an ARM host only (cpu_binding.py:801-805).  A failure is a
+# warning and the server goes on; torch_npu's CPU_AFFINITY_CONF (the "CPU affinity" knob) binds on top of it.  The
+# lines that say what happened, the most telling first (a plan is logged before the binding that may fail):
+CPU_BINDING_LINES = (
+    re.compile(r"Bind cpus failed in rank"),  # worker/worker.py:783 (WARNING): the binding failed, skipped
+    re.compile(r"CPU binding skipped: non-ARM CPU detected"),  # cpu_binding.py:803 (INFO)
+    re.compile(r"Unknown CPU architecture\. arch="),  # cpu_binding.py:40-43 (WARNING): binding off
+    re.compile(r"\bNPU\d+: main=\[.*\]\s+acl=\["),  # cpu_binding.py:641 (INFO): the cores each thread got
+    re.compile(r"\bAscend 950 NPU\d+: worker=\["),  # cpu_binding.py:635 (INFO), Atlas 950
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# vLLM's log format (vllm/logger.py:22-26): an optional "(EngineCore_DP0 pid=1) " prefix, level, date and time
+_VLLM_LOG_LINE = re.compile(r"^(?:\([^)]*\)\s*)?(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d"
+                            r"(?:\.\d+)?\s+(.*)$")
+
+
+def cpu_binding(log_text: str) -> str | None:
+    """vllm-ascend's own CPU binding as a server's log reports it: its line, without the process prefix and time
+    (``"INFO [cpu_binding.py:641] NPU0: main=[2 3 4]  acl=[5]  release=[6]"``), a failure or a skip before a
+    plan; None where the log has none (another backend, the binding turned off, a server that logged none)."""
+    lines = [_ANSI.sub("", line).strip() for line in (log_text or "").splitlines()]
+    for rx in CPU_BINDING_LINES:
+        for line in lines:
+            if rx.search(line):
+                m = _VLLM_LOG_LINE.match(line)
+                return f"{m[1]} {m[2]}" if m else line
+    return None
 
 
 # -- what the figures say ---------------------------------------------------------------------------------
@@ -204,7 +315,8 @@ def measured_best(docs: Sequence) -> tuple | None:
 
 def runner_tuning_md() -> str:
     """The runner page's table (``docs/source/_generated/runner_tuning.md``): the tuning servers an NPU build
-    of each tutorial starts (full profile), what each measures, and the time tuning took in recorded builds."""
+    of each tutorial starts (full profile) in vllm-ascend's image (:func:`image_environ`, the pinned release; a knob
+    its baseline has starts none), what each measures, and the time tuning took in recorded builds."""
     from ..inputs.cards import load_card
     from ..inputs.gallery_index import tutorials
     from ..record.results import recorded
@@ -216,13 +328,13 @@ def runner_tuning_md() -> str:
         if card.tuning is None or not card.sweeps:
             lines.append(f"| {key} | none (its card has no tuning section) | | |")
             continue
-        n = starts(card, "npu", "full", sweep_mode="eager" if card.serve.enforce_eager else "graph", environ={},
-                   exists=lambda path: True)
+        n = starts(card, "npu", "full", sweep_mode="eager" if card.serve.enforce_eager else "graph",
+                   environ=image_environ("aarch64"), machine="aarch64", exists=lambda path: True, vllm_ascend="")
         sw = card.sweeps["full"]
         top = max(sw.concurrency)
         what = (f"up to {sum(n.values())}: {n['configurations']} configurations (the report's conditions and each "
-                f"knob alone), at most {n['combination']} combination of the knobs that helped, "
-                f"{n['overhead']} tiny model for the fixed overhead")
+                f"knob the image's baseline lacks, alone), at most {n['combination']} combination of the knobs that "
+                f"helped, {n['overhead']} tiny model for the fixed overhead")
         each = (f"a server start, then {sw.repeats} benchmark runs at concurrency 1 ({max(2, sw.rounds)} "
                 f"requests) and {sw.repeats} at {top} ({max(2, sw.rounds * top)} requests)")
         rec = []

@@ -7,7 +7,8 @@
   build's and used as regression baselines.
 
 Documents are validated on write and on read (:mod:`npu_tutorials.record.schema`) and
-must not hold paths of the machine that made them.
+must not hold paths of the machine that made them.  A document of an older schema version reads as this version
+stores it (:mod:`npu_tutorials.record.versions`); one is written in this version.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 
 from ..core.errors import TutorialError
 from .schema import SCHEMA_VERSION, ResultsDoc
+from .versions import OLDEST_READ, readable
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDED_DIR = ROOT / "results"
@@ -120,8 +122,9 @@ def find_machine_paths(data: dict) -> list[str]:
 
 # -- read and write ----------------------------------------------------------------------
 def write_doc(doc: ResultsDoc, path: Path | None = None) -> Path:
-    """Validate ``doc`` and write it (atomically) to ``path``, default ``<results_dir>/<model>.json``."""
-    data = ResultsDoc.model_validate(doc.dump()).dump()  # validated as it will be read back
+    """Validate ``doc`` and write it (atomically) to ``path``, default ``<results_dir>/<model>.json``, in this
+    schema version (a document read from an older one holds what this version stores)."""
+    data = ResultsDoc.model_validate({**doc.dump(), "schema": SCHEMA_VERSION}).dump()  # as it will be read back
     leaked = find_machine_paths(data)
     if leaked:
         raise TutorialError(f"results for {doc.model} hold paths of this machine ({', '.join(leaked)}); "
@@ -149,7 +152,8 @@ def write_record(data: dict, path: Path) -> Path:
 
 
 def read_doc(path: str | Path) -> ResultsDoc:
-    """Read and validate one results document; one clear line when it is not one."""
+    """Read and validate one results document, of this schema version or an older one this code reads
+    (:mod:`.versions`: read as this version stores it); one clear line when it is not one."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -158,8 +162,9 @@ def read_doc(path: str | Path) -> ResultsDoc:
     except json.JSONDecodeError as exc:
         raise TutorialError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
     version = data.get("schema") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
-        raise TutorialError(f"{path}: results schema {version!r}, this code reads schema {SCHEMA_VERSION}")
+    if not readable(version):
+        raise TutorialError(f"{path}: results schema {version!r}, this code reads schema {OLDEST_READ} to "
+                            f"{SCHEMA_VERSION}")
     try:
         return ResultsDoc.model_validate(data)
     except ValidationError as exc:

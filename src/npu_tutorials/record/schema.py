@@ -3,7 +3,8 @@
 Measurement steps fill a :class:`ResultsDoc`; every table and plot on a page is
 a view of it (:mod:`npu_tutorials.views`).  It is validated when written and
 when read, holds no path of the machine that made it, and is versioned
-(``schema``), so a document recorded on an NPU runner last month renders the
+(``schema``; a document of an older version is read as this one stores it:
+:mod:`.versions`), so a document recorded on an NPU runner last month renders the
 same way as this build's.  ``docs/source/results-schema.md`` is generated from
 these models.
 """
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from ..core.model import StrictModel
 from ..engine.platform import platform_for
 from .schema_base import Message, Stat
-from .schema_perf import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Memory, Tuning, TuningRow
-
-SCHEMA_VERSION = 2
+from .schema_perf import (Baseline, BenchConditions, Benchmark, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint,
+                          Memory, Tuning, TuningRow)
+from .versions import SCHEMA_VERSION, upgrade
 
 
 class Device(StrictModel):
@@ -197,26 +198,6 @@ class Functional(StrictModel):
     greedy_tokens: int | None = None
 
 
-class BenchConditions(StrictModel):
-    num_prompts: int
-    input_len: int
-    output_len: int
-    request_rate: float | str
-    max_concurrency: int | None = None
-
-
-class Benchmark(StrictModel):
-    name: str
-    conditions: BenchConditions
-    command: str = Field(description="vllm bench serve, as a reader would run it")
-    summary: dict[str, float] = Field(description="vLLM's own metric names: output_throughput, mean_ttft_ms, ...")
-    ttft_ms: list[float] = []
-    tpot_ms: list[float] = []
-    itl_ms: list[float] = []
-    repeats: int = 1
-    output_throughput: Stat | None = Field(None, description="over repeats, where the run was repeated")
-
-
 class Histogram(StrictModel):
     edges: list[float]
     counts: list[int]
@@ -392,6 +373,11 @@ class ResultsDoc(StrictModel):
     results: Results = Results()
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:  # a document of an older version, as this one stores it
+        return upgrade(data)
 
     def dump(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)

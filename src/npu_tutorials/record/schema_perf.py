@@ -1,11 +1,44 @@
-"""The results document's performance sections: sweeps, efficiency, tuning (see :mod:`.schema`)."""
+"""The results document's performance sections: the benchmark, sweeps, efficiency, tuning (see :mod:`.schema`)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..core.model import StrictModel
+from ..engine.bench import NOT_STORED
 from .schema_base import Message, Stat
+
+
+class BenchConditions(StrictModel):
+    num_prompts: int
+    input_len: int
+    output_len: int
+    request_rate: float | str
+    max_concurrency: int | None = None
+
+
+class Benchmark(StrictModel):
+    name: str
+    conditions: BenchConditions
+    command: str = Field(description="vllm bench serve, as a reader would run it")
+    summary: dict[str, float] = Field(description="vLLM's own metric names (output_throughput, mean_ttft_ms, ...), "
+                                                  "each the median of the runs' own values; no median_tpot_ms "
+                                                  "(schema 3 on): the median TPOT is that of tpot_ms")
+    ttft_ms: list[float] = []
+    tpot_ms: list[float] = []
+    itl_ms: list[float] = []
+    repeats: int = 1
+    output_throughput: Stat | None = Field(None, description="over repeats, where the run was repeated")
+
+    @field_validator("summary")
+    @classmethod
+    def _one_definition(cls, summary: dict[str, float]) -> dict[str, float]:
+        """A headline figure's key (engine.bench.NOT_STORED) is refused: the headline has its own definition."""
+        twice = sorted(NOT_STORED & summary.keys())
+        if twice:
+            raise ValueError(f"{', '.join(twice)} is not stored (schema 3 on): the headline figure "
+                             "(record.headline) is the median of every request's, from the samples")
+        return summary
 
 
 class LengthPoint(StrictModel):
@@ -88,6 +121,9 @@ class Tuning(StrictModel):
     bandwidth_bound_ms: float | None = Field(None, description="bytes a decode step reads / measured bandwidth")
     limit: str = ""
     command: str = Field("", description="the copy-paste command of the best configuration")
+    cpu_binding: str | None = Field(None, description="vllm-ascend's own CPU binding as the first tuning server's "
+                                                      "log reported it (measure.tuning_plan.cpu_binding); None: "
+                                                      "no such line, or a document that predates it")
 
 
 class Memory(StrictModel):

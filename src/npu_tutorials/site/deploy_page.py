@@ -86,18 +86,22 @@ def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | 
 def _tuned_rst(card: Card, serve_step: int) -> str:
     """The NPU tab's measured tuning: the best combination an NPU build recorded, marked with where and when
     it was measured, or a line saying that nothing is measured yet."""
-    from ..measure.tuning_plan import select_knobs
+    from ..measure.tuning_plan import image_environ, in_baseline, select_knobs
 
-    planned = select_knobs(card, "npu", "full", environ={}, exists=lambda path: True)
+    planned = select_knobs(card, "npu", "full", environ=image_environ("aarch64"), machine="aarch64",
+                           exists=lambda path: True, vllm_ascend="")
     if not (planned.run or planned.skipped):
         return ""
     tuned = tuned_npu(card)
     if tuned is None:
-        apart = "".join(f" Not on this model: {k} ({why})." for k, why in planned.skipped.items())
+        base = [k for k, why in planned.skipped.items() if in_baseline(why)]
+        had = (f" Already in vllm-ascend's baseline (its image's settings or its defaults), so not measured: "
+               f"{', '.join(base)}." if base else "")
+        apart = "".join(f" Not on this model: {k} ({why})." for k, why in planned.skipped.items() if k not in base)
         return ("**Tuned (measured).** Nothing is measured yet: no NPU build of this page has recorded its tuning "
                 f"section, so step {serve_step} is vllm-ascend's default graph mode. On an NPU, the page's tuning "
                 "section measures each of these knobs alone, then the best combination: "
-                f"{', '.join(k.name for k in planned.run)}.{apart}\n")
+                f"{', '.join(k.name for k in planned.run)}.{had}{apart}\n")
     argv, env, doc, row = tuned
     p = doc.provenance
     when = (f"on {p.device} on {p.built_at[:10]} ({p.profile} profile, vllm-ascend "

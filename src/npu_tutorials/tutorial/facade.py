@@ -20,7 +20,6 @@ stops part-way is written with ``status: failed`` by :func:`abandon_active`
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import time
@@ -124,22 +123,14 @@ def new_state(key: str) -> TutorialState:
     return s
 
 
-def _step(part: str, cls: type, name: str):
-    """A facade method that runs step ``name`` of the step object ``part`` (its docstring and signature)."""
-    @functools.wraps(getattr(cls, name))
-    def call(self, *args, **kwargs):
-        return getattr(getattr(self, part), name)(*args, **kwargs)
-
-    return call
-
-
 class Tutorial:
     """One model's tutorial run: ``tut = Tutorial("<card key>")``, then its steps in the page's order.
 
-    The steps need what the earlier ones made: :meth:`start_server` the weights (:meth:`prepare_weights`),
-    every measurement the server; each raises one clear error where its input is missing.  The state they
-    share is :attr:`state` (:class:`~.state.TutorialState`); the step objects are :attr:`weights_steps`,
-    :attr:`serving`, :attr:`accuracy`, :attr:`performance`, :attr:`tuner` and :attr:`records`."""
+    Each method runs one step and stores the section it returns in :attr:`doc` (``doc.results.<section>``); a
+    step that needs another's section is given it here, so the order a page needs is the order of the
+    arguments below.  Every measurement needs the weights (:meth:`prepare_weights`) and the server
+    (:meth:`start_server`); each raises one clear error where its input is missing.  The run's state is
+    :attr:`state` (:class:`~.state.TutorialState`); the step groups that do the work are private."""
 
     def __init__(self, key: str, state: TutorialState | None = None):
         """Start the run of card ``key``: detect the backend, lease devices, open the results document.
@@ -148,12 +139,12 @@ class Tutorial:
         self.state = s = state or new_state(key)
         self.card, self.doc, self.recorded_errors = s.card, s.doc, s.recorded_errors
         self.show = Show(Views(s.doc, s.card), s.card.key)
-        self.weights_steps = WeightsSteps(s)
-        self.serving = ServingSteps(s, self.weights_steps)
-        self.records = RecordSteps(s)
-        self.accuracy = AccuracySteps(s, self.serving)
-        self.performance = PerformanceSteps(s, self.serving, self.records)
-        self.tuner = TuningSteps(s, self.serving, self.performance, self.records)
+        self._weights = WeightsSteps(s)
+        self._serving = ServingSteps(s, self._weights)
+        self._records = RecordSteps(s)
+        self._accuracy = AccuracySteps(s, self._serving)
+        self._performance = PerformanceSteps(s, self._serving, self._records)
+        self._tuning = TuningSteps(s, self._serving, self._performance, self._records)
         _ACTIVE.append(self)
 
     def step(self, name: str):
@@ -161,32 +152,129 @@ class Tutorial:
         server dies during it, one error naming the step, the exit code or signal, and the log's tail."""
         return self.state.step(name)
 
-    # -- the steps, in a page's order (each documented where it is written) ----------------
-    prepare_weights = _step("weights_steps", WeightsSteps, "prepare_weights")
-    prepare_serving_checkpoint = _step("weights_steps", WeightsSteps, "prepare_serving_checkpoint")
-    run_offline_example = _step("serving", ServingSteps, "run_offline_example")
-    start_server = _step("serving", ServingSteps, "start_server")
+    # -- the steps, in a page's order ------------------------------------------------------------------
+    def prepare_weights(self):
+        """Find, download or build the checkpoint (real weights or the card's planted stand-in)."""
+        return self._weights.prepare_weights()
+
+    def prepare_serving_checkpoint(self):
+        """How the engine loads the weights: as they are, or converted to a layout current vLLM serves."""
+        r = self.state.results
+        r.serving_checkpoint = self._weights.prepare_serving_checkpoint()
+        return r.serving_checkpoint
+
+    def run_offline_example(self, timeout: float = 1200):
+        """The report's ``vllm.LLM`` example, run as its own Python process (:meth:`ServingSteps.run_offline_example`)."""
+        if self.state.serve_path is None:
+            self.prepare_serving_checkpoint()
+        r = self.state.results
+        r.offline_example = self._serving.run_offline_example(timeout)
+        return r.offline_example
+
+    def start_server(self, extra: list[str] | None = None):
+        """Start the OpenAI-compatible server with ``extra`` flags: the deployment as it is served; a step that
+        needs another (the engine-vs-reference checks on a CPU without native bf16) gets it started then."""
+        if self.state.serve_path is None:
+            self.prepare_serving_checkpoint()
+        return self._serving.start_server(extra)
+
     def record_completion(self, prompt: str, completion):
         """Record the functional request's reply (an OpenAI completion or chat completion), then send the same
         request greedily to the engine and to the fp32 reference, whose answers the page sets side by side."""
-        out = self.serving.record_completion(prompt, completion)
-        self.accuracy.functional_vs_reference()
-        return self.state.results.functional or out
-    benchmark = _step("serving", ServingSteps, "benchmark")
-    logits_agreement = _step("accuracy", AccuracySteps, "logits_agreement")
-    forward_consistency = _step("accuracy", AccuracySteps, "forward_consistency")
-    text_consistency = _step("accuracy", AccuracySteps, "text_consistency")
-    greedy_agreement = _step("accuracy", AccuracySteps, "greedy_agreement")
-    qa_scores = _step("accuracy", AccuracySteps, "qa_scores")
-    gsm = _step("accuracy", AccuracySteps, "gsm")
-    e2e_config = _step("accuracy", AccuracySteps, "e2e_config")
-    input_length_sweep = _step("performance", PerformanceSteps, "input_length_sweep")
-    concurrency_sweep = _step("performance", PerformanceSteps, "concurrency_sweep")
-    efficiency = _step("performance", PerformanceSteps, "efficiency")
-    known_limitations = _step("performance", PerformanceSteps, "known_limitations")
-    tuning = _step("tuner", TuningSteps, "tuning")
-    recorded = _step("records", RecordSteps, "recorded")
-    noise = _step("records", RecordSteps, "noise")
+        r = self.state.results
+        r.functional = self._accuracy.functional_vs_reference(self._serving.record_completion(prompt, completion))
+        return r.functional
+
+    def benchmark(self):
+        """vLLM's own serving benchmark on the card's conditions for this profile, and the memory it held."""
+        r = self.state.results
+        r.benchmark = self._serving.benchmark()
+        r.memory = self._serving.memory()
+        return r.benchmark
+
+    def logits_agreement(self):
+        """The engine's last-position logits over the whole vocabulary against the fp32 reference."""
+        r = self.state.results
+        r.logits_agreement = self._accuracy.logits_agreement()
+        return r.logits_agreement
+
+    def forward_consistency(self):
+        """Every position of the card's text, engine against the fp32 reference."""
+        r = self.state.results
+        r.forward_consistency = self._accuracy.forward_consistency()
+        return r.forward_consistency
+
+    def text_consistency(self):
+        """The card's chat prompts, greedy, engine against reference."""
+        r = self.state.results
+        r.text_consistency = self._accuracy.text_consistency()
+        return r.text_consistency
+
+    def greedy_agreement(self):
+        """The card's prompts, greedy tokens of engine and reference."""
+        r = self.state.results
+        r.greedy_agreement = self._accuracy.greedy_agreement()
+        return r.greedy_agreement
+
+    def qa_scores(self):
+        """The text-consistency answers (:meth:`text_consistency`) scored against the card's expected answers."""
+        r = self.state.results
+        r.qa = self._accuracy.qa_scores(r.text_consistency)
+        return r.qa
+
+    def gsm(self):
+        """GSM8K (or, offline on stand-ins only, GSM-style problems) answered greedily and scored."""
+        r = self.state.results
+        r.gsm = self._accuracy.gsm()
+        return r.gsm
+
+    def e2e_config(self):
+        """vllm-ascend's e2e accuracy config for this model, from this run's figures so far."""
+        r = self.state.results
+        r.e2e_config = self._accuracy.e2e_config(self.doc)
+        return r.e2e_config
+
+    def input_length_sweep(self):
+        """Per input length: requests one at a time (prefill and decode latency), then all at once."""
+        r = self.state.results
+        r.input_length_sweep = self._performance.input_length_sweep()
+        return r.input_length_sweep
+
+    def concurrency_sweep(self):
+        """Output throughput at each concurrency, and (on a page without a benchmark) the memory it held."""
+        r = self.state.results
+        r.concurrency_sweep = self._performance.concurrency_sweep()
+        if r.memory is None:  # a page measured by sweeps alone: the memory held meanwhile
+            r.memory = self._serving.memory()
+        return r.concurrency_sweep
+
+    def efficiency(self):
+        """The roofline fraction of the concurrency sweep's first point (:meth:`concurrency_sweep`), and plain
+        transformers on the same conditions."""
+        r = self.state.results
+        r.efficiency = self._performance.efficiency(r.concurrency_sweep)
+        return r.efficiency
+
+    def known_limitations(self):
+        """Warnings the servers printed in this build (deduplicated)."""
+        r = self.state.results
+        r.server_warnings = self._performance.known_limitations()
+        return r.server_warnings
+
+    def tuning(self):
+        """Graph mode and the card's knobs, measured beside the report's conditions; reads the concurrency sweep
+        and its server (:meth:`concurrency_sweep`) and the measured bandwidth (:meth:`efficiency`)."""
+        r = self.state.results
+        r.tuning = self._tuning.tuning(r.concurrency_sweep, r.efficiency, r.server)
+        return r.tuning
+
+    def recorded(self):
+        """Documents of this model recorded by earlier builds on other hardware (``results/``)."""
+        return self._records.recorded()
+
+    def noise(self):
+        """The between-run noise recorded for this build's machine kind, model, profile and dtype, or None."""
+        return self._records.noise()
 
     # -- wrap-up ---------------------------------------------------------------------
     def stop(self) -> None:

@@ -3,8 +3,8 @@
 A step names its role (:data:`~npu_tutorials.engine.platform.ROLES`); the pool asks the platform for that
 role's :class:`~npu_tutorials.engine.platform.ServerSpec` and keeps the running server when it is that spec, or
 stops it and starts the spec (on a CPU without native bf16 the accuracy checks need another dtype than the
-performance steps).  Nothing starts before a step needs it, so a page whose accuracy checks come first starts
-in their dtype, and no gallery script says which role comes first.
+performance steps).  ``start_server()`` starts the deployment as served (the performance role); no gallery
+script says which role comes next.
 """
 
 from __future__ import annotations
@@ -47,10 +47,15 @@ class ServerPool:
     """What :attr:`server` runs."""
     step: Callable[[str], ContextManager] = field(default=lambda name: contextlib.nullcontext())
     """A named step of the build (its terminal lines and cost)."""
+    meanwhile: Callable[[str], ContextManager] | None = None
+    """A context each start runs in, by dtype (:meth:`open`)."""
 
-    def open(self, model: Path, extra: tuple[str, ...]) -> "ServerPool":
-        """Serve ``model`` with ``extra`` flags from now on; a running server is kept until a step needs another."""
-        self.model, self.extra = model, tuple(extra)
+    def open(self, model: Path, extra: tuple[str, ...],
+             meanwhile: Callable[[str], ContextManager] | None = None) -> "ServerPool":
+        """Serve ``model`` with ``extra`` flags from now on; a running server is kept until a step needs another.
+        ``meanwhile(dtype)``: a context each start in ``dtype`` runs in (work this process does while the server
+        loads: the fp32 reference of the checks)."""
+        self.model, self.extra, self.meanwhile = model, tuple(extra), meanwhile
         return self
 
     def spec_for(self, role: str, *, port: int, graphs: bool = False, flags: tuple[str, ...] = (),
@@ -71,16 +76,17 @@ class ServerPool:
             return None
         return srv if spec_of_port(self.spec.port) == self.spec else None
 
-    def ensure(self, role: str, *, meanwhile: Callable[[str], ContextManager] | None = None) -> VLLMServer:
-        """The server ``role`` needs: the running one when it is that spec, else that spec started (the running
-        one stopped first: two engines never share the memory).  ``meanwhile(dtype)``: a context the start runs
-        in (work this process does while the server loads)."""
+    def ensure(self, role: str) -> VLLMServer:
+        """The server ``role`` needs (one of :data:`~npu_tutorials.engine.platform.ROLES`): the running one when
+        it is that spec, else that spec started (the running one stopped first: two engines never share the
+        memory).  On a CPU without native bf16 "accuracy" (the engine-vs-reference checks) runs in another dtype
+        than "performance" and "task" (task scores measure the deployment as it is served)."""
         srv = self.running(lambda port: self.spec_for(role, port=port))
         if srv is not None:
             return srv
         spec = self.spec_for(role, port=self.lease_port())
         what = "server start" if self.server is None else f"server restart in {spec.dtype} for the {role} steps"
-        return self.start(spec, what, meanwhile(spec.dtype) if meanwhile else contextlib.nullcontext())
+        return self.start(spec, what, self.meanwhile(spec.dtype) if self.meanwhile else contextlib.nullcontext())
 
     def start(self, spec: ServerSpec, what: str, meanwhile: ContextManager = contextlib.nullcontext()) -> VLLMServer:
         """Stop the running server and start ``spec`` (a named step of the build)."""
@@ -107,8 +113,3 @@ class ServerPool:
     def dtype(self) -> str | None:
         """The running server's dtype."""
         return self.spec.dtype if self.spec else None
-
-    @property
-    def base_url(self) -> str:
-        """The served deployment's URL (the performance server, started here if no step started it)."""
-        return self.ensure("performance").base_url

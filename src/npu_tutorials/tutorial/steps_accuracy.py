@@ -6,10 +6,12 @@ import json
 
 import numpy as np
 
+from ..checks.e2e import e2e_config
+from ..checks.publish import publish_target
 from ..measure import accuracy, consistency, metrics, tasks
 from ..core.errors import TutorialError
-from ..record.schema import (Check, ForwardConsistency, Histogram, LogitsAgreement, LogitsRow, TaskRow, TaskScore,
-                             TextAgreement, TextRow)
+from ..record.schema import (Check, ForwardConsistency, Functional, Histogram, LogitsAgreement, LogitsRow, ResultsDoc,
+                             TaskRow, TaskScore, TextAgreement, TextRow)
 from .state import TutorialState
 from .steps_serving import ServingSteps
 
@@ -52,7 +54,7 @@ def _near_tie_bound(a) -> float:
 
 class AccuracySteps:
     """The engine against the fp32 CPU reference (logits, every position, greedy text), and the task scores.
-    Every check runs on the server in the accuracy dtype (:meth:`ServingSteps.server_for`)."""
+    Every check runs on the server in the accuracy dtype (:meth:`~.servers.ServerPool.ensure`)."""
 
     def __init__(self, state: TutorialState, serving: ServingSteps):
         self.s, self.serving = state, serving
@@ -62,8 +64,6 @@ class AccuracySteps:
         """The GSM problem set of this profile, generated once and reused by every step."""
         if self._gsm_cache is None:
             g = self.s.card.accuracy.gsm
-            from ..checks.publish import publish_target
-
             strict = self.s.real or bool(publish_target())  # real weights or publishing: GSM8K itself, or fail
             self._gsm_cache = tasks.gsm_set(g.profiles[self.s.profile_name].num_problems, g.seed,
                                             fallback=None if strict else "")
@@ -76,7 +76,7 @@ class AccuracySteps:
         if check is None:
             raise TutorialError(f"cards/{self.s.card.key}.yaml has no accuracy.logits section")
         with self.s.step(f"logits agreement ({len(check.prompts)} prompts, fp32 reference)"):
-            rep = accuracy.logits_agreement(self.serving.server_for("accuracy"), self.s.model,
+            rep = accuracy.logits_agreement(self.s.servers.ensure("accuracy"), self.s.model,
                                             self.s.serve_path, check, self.s.card.vocab_size, self.s.real)
         counts, edges = np.histogram(rep.errors, bins=120)
         eng, ref = rep.sample
@@ -87,14 +87,13 @@ class AccuracySteps:
             compared_form=metrics.COMPARED_AS[rep.compared_as], engine_dtype=self.s.accuracy_dtype,
             error_histogram=Histogram(edges=edges.tolist(), counts=counts.tolist()),
             scatter_reference=_subsample(ref), scatter_engine=_subsample(eng))
-        self.s.results.logits_agreement = out
         return out
 
     def forward_consistency(self) -> ForwardConsistency:
         """Every position of the card's text, engine against the fp32 reference, with the card's verdict."""
         check = self.s.card.accuracy.consistency
         with self.s.step("forward consistency (every position)"):
-            rep = consistency.forward_consistency(self.serving.server_for("accuracy"), self.s.model,
+            rep = consistency.forward_consistency(self.s.servers.ensure("accuracy"), self.s.model,
                                                   self.s.serve_path, check, self.s.card.vocab_size, self.s.real)
         d, verdict = rep.to_dict(), rep.verdict()
         out = ForwardConsistency(num_tokens=d["num_tokens"], positions=d["positions"], top1_pct=d["top1_pct"],
@@ -108,7 +107,6 @@ class AccuracySteps:
                                  thresholds=d["thresholds"], checks=_checks(verdict), passed=verdict.passed,
                                  compared_form=metrics.COMPARED_AS[d["compared_as"]],
                                  engine_dtype=self.s.accuracy_dtype)
-        self.s.results.forward_consistency = out
         return out
 
     def _stop_ids(self) -> list[int] | None:
@@ -117,28 +115,27 @@ class AccuracySteps:
         eos = gen.get("eos_token_id")
         return eos if isinstance(eos, list) else ([eos] if eos is not None else None)
 
-    def functional_vs_reference(self) -> TextRow | None:
-        """The functional request once more, greedy (up to :data:`FUNCTIONAL_GREEDY_TOKENS` tokens), on the
-        running engine and on the fp32 reference fed the same token ids, with the engine's error where they part:
-        the page sets the two answers side by side and says whether a split is a near-tie or decisive."""
-        f, fn = self.s.results.functional, self.s.card.functional
+    def functional_vs_reference(self, f: Functional | None) -> Functional:
+        """The functional request ``f`` once more, greedy (up to :data:`FUNCTIONAL_GREEDY_TOKENS` tokens), on the
+        served engine and on the fp32 reference fed the same token ids, with the engine's error where they part:
+        the page sets the two answers side by side and says whether a split is a near-tie or decisive.  Returns
+        ``f`` with the greedy answers."""
+        fn = self.s.card.functional
         if f is None:
             raise TutorialError("record_completion() first: this compares its request")
-        srv, chat = self.serving.server_for("performance"), fn.endpoint == "chat"
+        srv, chat = self.s.servers.ensure("performance"), fn.endpoint == "chat"
         n = min(fn.max_tokens, FUNCTIONAL_GREEDY_TOKENS)
         with self.s.step(f"functional request, greedy, engine beside the fp32 reference ({n} tokens)"):
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, [f.prompt], n, chat=chat,
                                                 stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
         row = _text_rows(rows, _near_tie_bound(self.s.card.accuracy), chat)[0]
-        self.s.results.functional = f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.servers.dtype,
-                                                                "greedy_tokens": n})
-        return row
+        return f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.servers.dtype, "greedy_tokens": n})
 
     def text_consistency(self) -> TextAgreement:
         """The card's chat prompts, greedy, engine against reference: identical texts, and where not, why."""
         qa = self.s.card.accuracy.qa
         with self.s.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
-            rows = consistency.text_consistency(self.serving.server_for("accuracy"), self.s.model,
+            rows = consistency.text_consistency(self.s.servers.ensure("accuracy"), self.s.model,
                                                 self.s.serve_path, [i.prompt for i in qa.items], qa.max_tokens,
                                                 chat=True, stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
         verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, near_tie_nmse_pct_max=qa.near_tie_nmse_pct_max,
@@ -146,13 +143,11 @@ class AccuracySteps:
         out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows, qa.near_tie_nmse_pct_max),
                             checks=_checks(verdict),
                             passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
-        self.s.results.text_consistency = out
         return out
 
-    def qa_scores(self) -> TaskScore:
-        """The text-consistency answers scored against the card's expected answers."""
+    def qa_scores(self, text: TextAgreement | None) -> TaskScore:
+        """The text-consistency answers ``text`` scored against the card's expected answers."""
         qa = self.s.card.accuracy.qa
-        text = self.s.results.text_consistency
         if text is None:
             raise TutorialError("call text_consistency() first: the QA score scores its answers")
         rows = [TaskRow(question=i.prompt, expected=" / ".join(i.expected), output=r.engine_text,
@@ -164,7 +159,6 @@ class AccuracySteps:
                         correct=sum(r.correct for r in rows), total=len(rows), max_tokens=qa.max_tokens,
                         truncated=sum(len(r.engine_ids) >= qa.max_tokens for r in text.rows),
                         meaningful_for_model_quality=self.s.real, engine_dtype=text.engine_dtype)
-        self.s.results.qa = out
         return out
 
     def gsm(self) -> TaskScore:
@@ -176,7 +170,7 @@ class AccuracySteps:
         source = gs.source + (f" (GSM8K not used: {gs.fallback_reason})" if gs.fallback_reason else "")
         # a task score measures the deployment as it is served (on a CPU without native bf16: float32), not the
         # engine-vs-reference arithmetic, so it needs no engine of the checks' dtype
-        srv, model = self.serving.server_for("task"), self.s.model
+        srv, model = self.s.servers.ensure("task"), self.s.model
 
         def ask(p):
             r = srv.post("/v1/chat/completions", {
@@ -191,19 +185,15 @@ class AccuracySteps:
         out = TaskScore(source=source, rows=rows, correct=sum(r.correct for r in rows), total=len(rows),
                         max_tokens=size.max_tokens, truncated=sum(f == "length" for _, f in outs),
                         meaningful_for_model_quality=self.s.real, engine_dtype=self.s.servers.dtype)
-        self.s.results.gsm = out
         return out
 
-    def e2e_config(self) -> str:
-        """vllm-ascend's e2e accuracy config for this model (its ``tests/e2e/models`` format), written next
-        to the page for download and recorded in the document."""
-        from ..checks.e2e import e2e_config
-
-        text = e2e_config(self.s.card, self.s.doc)
+    def e2e_config(self, doc: ResultsDoc) -> str:
+        """vllm-ascend's e2e accuracy config for this model (its ``tests/e2e/models`` format) from the figures of
+        ``doc``, written next to the page for download."""
+        text = e2e_config(self.s.card, doc)
         path = self.s.artifacts / f"{self.s.card.key}-e2e.yaml"
         path.write_text(text)
         self.s.publish(path, path.name)
-        self.s.results.e2e_config = text
         return text
 
     def greedy_agreement(self) -> TextAgreement:
@@ -211,7 +201,7 @@ class AccuracySteps:
         g = self.s.card.accuracy.greedy
         n = len(g.prompts) + len(g.chat_prompts)
         with self.s.step(f"greedy agreement ({n} prompts x {g.num_tokens} tokens)"):
-            srv = self.serving.server_for("accuracy")
+            srv = self.s.servers.ensure("accuracy")
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, g.prompts, g.num_tokens,
                                                 chat=False, vocab_size=self.s.card.vocab_size)
             chat = consistency.text_consistency(srv, self.s.model, self.s.serve_path, g.chat_prompts, g.num_tokens,
@@ -222,5 +212,4 @@ class AccuracySteps:
                             rows=_text_rows(rows, bound, False if chat else None) + _text_rows(chat, bound, True),
                             checks=_checks(verdict),
                             passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
-        self.s.results.greedy_agreement = out
         return out

@@ -7,10 +7,12 @@ import os
 import re
 
 from ..measure import efficiency, reference
+from ..engine import bandwidth, isolated
 from ..engine.bench import run_seed, run_serving_benchmark
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
 from ..record.headline import roofline_fraction
+from ..record.results import scrub
 from ..record.schema import Baseline, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint, Stat
 from .records import RecordSteps
 from .state import TutorialState
@@ -35,7 +37,7 @@ class PerformanceSteps:
         return self.s.card.sweeps[self.s.profile_name]
 
     def _bench(self, prof: BenchProfile, name: str):
-        return run_serving_benchmark(self.serving.server_for("performance"), prof, model=self.s.model,
+        return run_serving_benchmark(self.s.servers.ensure("performance"), prof, model=self.s.model,
                                      tokenizer=str(self.s.serve_path), out_dir=self.s.artifacts / "sweeps", name=name,
                                      worker=self.s.bench_worker())
 
@@ -53,7 +55,6 @@ class PerformanceSteps:
                                         tpot_ms=Stat.of(alone.per_request_tpot_ms()),
                                         ttft_concurrent_ms=Stat.of(_ms(together.data["ttfts"])),
                                         concurrent_requests=sw.requests_per_point))
-        self.s.results.input_length_sweep = rows
         return rows
 
     def point(self, n: int, name: str) -> tuple[Stat, Stat, Stat]:
@@ -80,20 +81,15 @@ class PerformanceSteps:
         for r in rows:
             r.speedup = r.output_throughput.median / one
             r.efficiency = r.speedup / r.concurrency
-        self.s.results.concurrency_sweep = rows
-        if self.s.results.memory is None:  # a page measured by sweeps alone: the memory held meanwhile
-            self.serving.record_memory(self.serving.server_for("performance"))
         return rows
 
-    def efficiency(self) -> Efficiency:
-        """Roofline fraction at concurrency 1, and plain transformers on the same conditions (in a profile
-        whose sweep sets ``transformers_baseline: false``, the recorded baseline: :meth:`from_record`).
+    def efficiency(self, conc: list[ConcurrencyPoint] | None) -> Efficiency:
+        """Roofline fraction at concurrency 1 of the concurrency sweep ``conc``, and plain transformers on the same
+        conditions (in a profile whose sweep sets ``transformers_baseline: false``, the recorded baseline:
+        :meth:`from_record`).
 
         Stops the server first: the bandwidth probe and the baseline each run on the device in a
         process of their own that has exited before anything else uses it."""
-        from ..engine import bandwidth
-
-        conc = self.s.results.concurrency_sweep
         if not conc:
             raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
         one = next(r for r in conc if r.concurrency == 1)
@@ -110,7 +106,6 @@ class PerformanceSteps:
                          measured_bandwidth=bw.measured_bytes_per_s, bandwidth_method=bw.how,
                          nominal_bandwidth=bw.nominal_bytes_per_s, nominal_source=bw.nominal_source,
                          fraction=roofline_fraction(decode.total, one.tpot_ms.median, bw.measured_bytes_per_s))
-        self.s.results.efficiency = out
         if self.sweep.transformers_baseline:
             out.baselines = self._transformers_baseline(conc)
         else:
@@ -121,8 +116,6 @@ class PerformanceSteps:
 
     def _transformers_baseline(self, conc) -> list[Baseline]:
         """Plain transformers ``generate`` at concurrency 1 and the sweep's highest, on the prompts vLLM got."""
-        from ..engine import isolated
-
         base = self.s.profile
         reference.release()  # the baseline loads the model again; do not hold two copies
         device = self.s.platform.torch_device
@@ -160,8 +153,4 @@ class PerformanceSteps:
             if m:
                 key = re.sub(r"\d+(\.\d+)?", "N", m.group(2))[:220]
                 seen.setdefault(key, m.group(2)[:220])
-        from ..record.results import scrub
-
-        out = [scrub(v, self.s.path_placeholders()) for v in seen.values()]
-        self.s.results.server_warnings = out
-        return out
+        return [scrub(v, self.s.path_placeholders()) for v in seen.values()]

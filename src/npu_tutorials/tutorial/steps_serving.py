@@ -15,13 +15,13 @@ from ..measure import accuracy, reference
 from ..engine import bench
 from ..engine.commands import format_command
 from ..engine.deploy import offline_code, offline_output
+from ..engine.memory import kv_cache_from_log
 from ..core.errors import TutorialError
 from ..engine.isolated import run_group
 from ..record.schema import Benchmark, BenchConditions, Functional, Memory, OfflineExample
 from ..record.schema_base import Message
 from ..engine.processes import tail
 from ..engine.server import VLLMServer
-from .servers import ServerPool
 from .state import TutorialState
 from .steps_weights import WeightsSteps
 
@@ -63,19 +63,19 @@ class ServingSteps:
         out = OfflineExample(code=self.offline_example_code("<weights>"), prompt=self.s.card.functional.prompt,
                              text=offline_output(self.s.card, proc.stdout), wall_s=round(time.monotonic() - t, 1),
                              build_changes=changes)
-        self.s.results.offline_example = out
         return out
 
     # -- serving ---------------------------------------------------------------------
-    def start_server(self, extra: list[str] | None = None) -> ServerPool:
-        """The OpenAI-compatible server (with full-vocabulary logits enabled), with ``extra`` flags after the
-        card's.  It starts when the first step needs it, in the dtype that step's role runs in
-        (:class:`~.servers.ServerPool`); ``.base_url`` is the served deployment's, started on first use."""
+    def start_server(self, extra: list[str] | None = None) -> VLLMServer:
+        """Start the OpenAI-compatible server (with full-vocabulary logits enabled) with ``extra`` flags after
+        the card's: the deployment as it is served (the performance role); a later step that needs another
+        server (:class:`~.servers.ServerPool`) gets it started then."""
         path = self.weights.serving_path()  # one clear error when prepare_weights() has not run
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
-        return self.s.servers.open(path, (*accuracy.RAW_LOGITS_FLAGS, *(extra or ())))
+        pool = self.s.servers.open(path, (*accuracy.RAW_LOGITS_FLAGS, *(extra or ())), self._reference_meanwhile)
+        return pool.ensure("performance")
 
     def _reference_meanwhile(self, dtype: str):
         """While a server in ``dtype`` starts (its processes import and load, mostly on one core), the fp32
@@ -87,13 +87,6 @@ class ServingSteps:
             return contextlib.nullcontext()
         return reference.loading_meanwhile(str(self.s.serve_path))
 
-    def server_for(self, role: str) -> VLLMServer:
-        """The server ``role`` needs (one of :data:`~npu_tutorials.engine.platform.ROLES`): "performance" and
-        "task" (task scores measure the deployment as it is served) run in the build's engine dtype, "accuracy"
-        (the engine-vs-reference checks) in the card's; on a CPU without native bf16 a bf16 engine is started for
-        the checks, the other stopped first (the two never share the RAM)."""
-        return self.s.servers.ensure(role, meanwhile=self._reference_meanwhile)
-
     # -- functional check ------------------------------------------------------------
     def record_completion(self, prompt: str, completion) -> Functional:
         """Record an OpenAI completion (or chat completion) object from the functional check."""
@@ -103,14 +96,13 @@ class ServingSteps:
         out = Functional(endpoint="chat" if chat else "completions", prompt=prompt,
                          text=choice.message.content if chat else choice.text, finish_reason=choice.finish_reason,
                          prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens)
-        self.s.results.functional = out
         return out
 
     # -- performance -----------------------------------------------------------------
     def bench_command(self) -> str:
         """``vllm bench serve`` as a reader would run it against this build's server."""
         args = bench.bench_args(self.s.profile, model=self.s.model, tokenizer="<weights>",
-                                base_url=self.server_for("performance").base_url, seed=bench.run_seed("bench"))
+                                base_url=self.s.servers.ensure("performance").base_url, seed=bench.run_seed("bench"))
         return format_command(["vllm", "bench", "serve", *args])
 
     def benchmark(self) -> Benchmark:
@@ -120,7 +112,7 @@ class ServingSteps:
 
         from ..record.schema import Stat
 
-        srv = self.server_for("performance")
+        srv = self.s.servers.ensure("performance")
         p = self.s.profile
         runs = []
         with self.s.step(f"vllm bench serve ({p.repeats} runs of {p.num_prompts} requests)"):
@@ -137,16 +129,14 @@ class ServingSteps:
                         tpot_ms=[t for x in runs for t in x.per_request_tpot_ms()],
                         itl_ms=[1000 * t for x in runs for req in x.data.get("itls", []) for t in req],
                         repeats=len(runs), output_throughput=Stat.of([x.data["output_throughput"] for x in runs]))
-        self.s.results.benchmark = out
-        self.record_memory(srv)
         self.s.publish(runs[0].json_path, f"{self.s.card.key}-bench.json")
         return out
 
-    def record_memory(self, srv: VLLMServer) -> Memory:
-        """What the served engine has held up to now: the peaks its sampler saw (one more sample taken here,
-        the device's too) and the KV cache its log reports (:mod:`npu_tutorials.engine.memory`)."""
-        from ..engine.memory import kv_cache_from_log
-
+    def memory(self) -> Memory:
+        """What the served engine (the performance server) has held up to now: the peaks its sampler saw (one
+        more sample taken here, the device's too) and the KV cache its log reports
+        (:mod:`npu_tutorials.engine.memory`)."""
+        srv = self.s.servers.ensure("performance")
         if srv.sampler is not None:
             srv.sampler.sample(device=True)
         peak = srv.memory_peak()
@@ -155,5 +145,4 @@ class ServingSteps:
                      device_peak_mib=round(peak.device_mib, 1) if peak.device_mib is not None else None,
                      device_source=peak.device_source, kv_cache_tokens=tokens, kv_cache_gib=gib,
                      samples=peak.samples, device_samples=peak.device_samples)
-        self.s.results.memory = out
         return out

@@ -13,16 +13,33 @@ that overhead.
 
 from __future__ import annotations
 
-from ..engine.commands import CONVERTED_ARCHS
+import json
+import os
+from typing import NamedTuple
+
 from ..core.errors import TutorialError
-from ..record.headline import roofline_fraction
-from ..record.schema import Tuning, TuningRow
+from ..engine.commands import CONVERTED_ARCHS, deploy_argv, format_command
+from ..inputs.convert import ensure_converted
+from ..inputs.knobs import resolve_env
+from ..inputs.standin import ensure_standin, tiny_config
+from ..measure import tuning_plan as plan
+from ..measure.efficiency import decode_bytes, mean_decode_context
 from ..measure.tuning_plan import GRAPH, SKIP_FAILED
+from ..record.headline import roofline_fraction
+from ..record.schema import ConcurrencyPoint, Efficiency, Server, Tuning, TuningRow
 from ..record.schema_base import Message
 from .records import RecordSteps
 from .state import TutorialState
 from .steps_performance import PerformanceSteps
 from .steps_serving import ServingSteps
+
+class Swept(NamedTuple):
+    """The concurrency sweep's points and the server that measured them (graph mode stands on them where that
+    server ran graph mode)."""
+
+    points: list[ConcurrencyPoint]
+    server: Server | None
+
 
 class TuningSteps:
     """The report's conditions beside graph mode, each of the card's knobs, and the best combination."""
@@ -32,8 +49,6 @@ class TuningSteps:
         self.s, self.serving, self.performance, self.records = state, serving, performance, records
 
     def _decode_bytes(self, config: dict) -> float:
-        from ..measure.efficiency import decode_bytes, mean_decode_context
-
         p = self.s.profile
         return float(decode_bytes(config, self.s.dtype, mean_decode_context(p.input_len, p.output_len))["total"])
 
@@ -46,91 +61,85 @@ class TuningSteps:
 
     def _knob_env(self, env: dict[str, str]) -> dict[str, str]:
         """A configuration's environment as its server gets it: a preload goes in front of the build's own."""
-        import os
-
-        from ..inputs.knobs import resolve_env
-
         return resolve_env(env, "", {**os.environ, **self.s.run_env})
 
-    def _measure_config(self, srv, bytes_: float, bw: float | None) -> TuningRow:
+    def _measure_config(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept) -> TuningRow:
         """Start the server of one configuration (graph mode plus ``srv``'s flags and environment) and measure
-        it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points where its own
-        server was this configuration."""
+        it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points (``swept``) where
+        its own server was this configuration; ``out``: the section so far."""
         top = max(self.performance.sweep.concurrency)
         if srv.reused:
-            conc = {p.concurrency: p for p in self.s.results.concurrency_sweep}
+            conc = {p.concurrency: p for p in swept.points}
             thr1, tpot1, thr_top = conc[1].output_throughput, conc[1].tpot_ms, conc[top].output_throughput
-            startup = self.s.results.server.startup_s
+            startup = swept.server.startup_s
         else:
             mode = f" ({self.s.platform.graph_mode})" if srv.name == GRAPH else ""
             with self.s.step(f"tuning: {srv.name}{mode}"):
-                self._start(f"server start, {srv.name}", flags=srv.flags, env=srv.env,
-                            label=f"-tune{len(self.s.results.tuning.rows)}")
-                tag = f"tune{len(self.s.results.tuning.rows)}-"
+                self._start(f"server start, {srv.name}", flags=srv.flags, env=srv.env, label=f"-tune{len(out.rows)}")
+                tag = f"tune{len(out.rows)}-"
                 thr1, tpot1, _ = self.performance.point(1, tag)
                 thr_top, _, _ = self.performance.point(top, tag)
                 startup = self.s.server.startup_s
+                log = self.s.server.log_path
+                if out.cpu_binding is None and log.is_file():  # vllm-ascend's own CPU binding, as it logged it
+                    out.cpu_binding = plan.cpu_binding(log.read_text(errors="replace"))
                 self.s.servers.stop()
         return TuningRow(name=srv.name, flags=list(srv.flags), env=dict(srv.env), knobs=list(srv.knobs),
                          startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
                          high_concurrency=top, fraction=roofline_fraction(bytes_, tpot1.median, bw))
 
-    def _measure_knobs(self, srv, bytes_: float, bw: float | None) -> TuningRow | None:
+    def _measure_knobs(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept) -> TuningRow | None:
         """:meth:`_measure_config` for a configuration with knobs: one whose server does not start or dies
-        is recorded as not measured, with the server's own first line, and the section goes on."""
+        is recorded as not measured (in ``out.skipped``), with the server's own first line, and the section goes
+        on."""
         try:
-            return self._measure_config(srv, bytes_, bw)
+            return self._measure_config(srv, bytes_, bw, out, swept)
         except TutorialError as exc:
             self.s.servers.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            self.s.results.tuning.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = Message.of(SKIP_FAILED, error=first)
+            out.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = Message.of(SKIP_FAILED, error=first)
             return None
 
-    def tuning(self) -> Tuning | None:
+    def tuning(self, sweep: list[ConcurrencyPoint] | None, efficiency: Efficiency | None,
+               server: Server | None) -> Tuning | None:
         """Measure the report's conditions (eager), graph mode, graph mode plus each of the card's knobs for
         this backend alone (in the profiles the card names), then the knobs that helped, combined, and the
         fixed overhead on a tiny model of the same architecture served in the best configuration.  Which
-        servers and which knobs: :mod:`npu_tutorials.measure.tuning_plan`.  In a profile the card's
-        ``tuning.profiles`` leaves out, the recorded tuning instead (:meth:`RecordSteps.from_record`), or None."""
-        import json
-        import os
-
-        from ..measure import tuning_plan as plan
-        from ..engine.commands import deploy_argv, format_command
-        from ..inputs.standin import ensure_standin, tiny_config
-
+        servers and which knobs: :mod:`npu_tutorials.measure.tuning_plan`.  Reads the concurrency ``sweep``
+        (its points stand for graph mode where its ``server`` ran graph mode) and the ``efficiency`` section's
+        measured bandwidth (the roofline fraction).  In a profile the card's ``tuning.profiles`` leaves out, the
+        recorded tuning instead (:meth:`RecordSteps.from_record`), or None."""
         t = self.s.card.tuning
         if t is None:
             raise TutorialError(f"cards/{self.s.card.key}.yaml has no tuning section")
         if self.s.profile_name not in t.profiles:
-            self.s.results.tuning = self.records.from_record(
+            return self.records.from_record(
                 "tuning", f"the {self.s.profile_name} profile leaves tuning to the full one (TUTORIAL_PROFILE=full)")
-            return self.s.results.tuning
-        eff = self.s.results.efficiency
-        bw = eff.measured_bandwidth if eff else None
+        bw = efficiency.measured_bandwidth if efficiency else None
         config = json.loads((self.s.serve_path / "config.json").read_text())
         bytes_ = self._decode_bytes(config)
-        self.s.results.tuning = out = Tuning(rows=[])
+        out = Tuning(rows=[])
         self.s.servers.stop()
         rows = out.rows
-        conc = {p.concurrency for p in self.s.results.concurrency_sweep or []}
-        swept = 1 in conc and max(self.performance.sweep.concurrency) in conc and self.s.results.server is not None
+        conc = {p.concurrency for p in sweep or []}
+        swept = Swept(sweep or [], server)
+        sweep_ran = 1 in conc and max(self.performance.sweep.concurrency) in conc and server is not None
         environ = {**os.environ, **self.s.run_env}
         servers, sel = plan.tuning_servers(self.s.card, self.s.backend, self.s.profile_name, environ=environ,
-                                           sweep_mode=("eager" if self.s.eager else "graph") if swept else None)
+                                           sweep_mode=("eager" if self.s.eager else "graph") if sweep_ran else None)
         out.skipped = dict(sel.skipped)
         out.build_env = {v: environ.get(v, "") for k in sel.run for v in k.env}
         by_name = {k.name: k for k in sel.run}
         measured = []
         for srv in servers:
-            row = self._measure_knobs(srv, bytes_, bw) if srv.knobs else self._measure_config(srv, bytes_, bw)
+            row = (self._measure_knobs if srv.knobs else self._measure_config)(srv, bytes_, bw, out, swept)
             if row is not None:
                 rows.append(row)
                 measured += [(by_name[srv.knobs[0]], row)] if srv.knobs else []
         base = plan.graph_row(rows)
         combo = plan.best_combination(measured, base)
         if len(combo) >= 2:
-            row = self._measure_knobs(plan.combination_server(combo), bytes_, bw)
+            row = self._measure_knobs(plan.combination_server(combo), bytes_, bw, out, swept)
             rows += [row] if row is not None else []
         best = plan.pick_best(rows[1:], base)
         if t.overhead_model:
@@ -138,8 +147,6 @@ class TuningSteps:
                 tiny = ensure_standin(self.s.card, config=tiny_config(self.s.card.config), label="tiny")
                 tiny_path = tiny.path
                 if self.s.card.architecture in CONVERTED_ARCHS:  # served converted, as the model itself is
-                    from ..inputs.convert import ensure_converted
-
                     tiny_path = ensure_converted(tiny.path)
                 self._start("server start, tiny model, graph mode", flags=best.flags, env=best.env, model=tiny_path,
                             label="-tiny")

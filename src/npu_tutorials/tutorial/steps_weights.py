@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.errors import TutorialError
 from ..engine.commands import CONVERSION_WHY, CONVERTED_ARCHS
 from ..inputs.weights import Weights, resolve_weights
 from ..record.results import scrub
@@ -49,13 +50,13 @@ class WeightsSteps:
         else:
             s.serve_path = w.path
             sc = ServingCheckpoint(route="as is")
-        s.results.serving_checkpoint = sc
         return sc
 
     def serving_path(self) -> Path:
-        """The checkpoint the engine serves, prepared on first use.  The fp32 CPU reference loads the same one
-        (tests/test_convert.py proves transformers' Qwen2 on converted weights equals an independent forward
-        of the original)."""
+        """The checkpoint the engine serves (:meth:`prepare_serving_checkpoint`).  The fp32 CPU reference loads the
+        same one (tests/test_convert.py proves transformers' Qwen2 on converted weights equals an independent
+        forward of the original)."""
         if self.s.serve_path is None:
-            self.prepare_serving_checkpoint()
+            self.s.need_weights()
+            raise TutorialError("call prepare_serving_checkpoint() first")
         return self.s.serve_path

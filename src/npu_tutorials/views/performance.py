@@ -106,7 +106,7 @@ class TuningViews(BaseViews):
 
     def tuning_table(self) -> Table:
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
-        from ..measure.tuning_plan import config_label, graph_row, verdict
+        from ..measure.tuning_plan import config_label, graph_row, in_baseline, verdict
 
         if absent := self.absent("tuning"):
             return absent
@@ -130,6 +130,14 @@ class TuningViews(BaseViews):
             notes.append(_("This build's environment before any knob: {variables}.",
                            variables=", ".join(f"{k}=" + (v or _("(unset)")) for k, v in t.build_env.items())))
         skipped = t.skipped or self._skipped_knobs(t)
+        baseline = {k: why for k, why in skipped.items() if in_baseline(why)}
+        if baseline:
+            notes.append(_("Already in the baseline (graph mode, and so every row), not measured: {knobs}.",
+                           knobs="; ".join(_("{knob}: {why}", knob=k, why=shown(why)) for k, why in baseline.items())))
+        if t.cpu_binding:
+            notes.append(_("vllm-ascend's own CPU binding (enable_cpu_binding, on by default), as the server's log "
+                           "reported it: \"{line}\".", line=t.cpu_binding))
+        skipped = {k: why for k, why in skipped.items() if k not in baseline}
         if skipped:
             knobs = "; ".join(_("{knob}: {why}", knob=k, why=shown(why)) for k, why in skipped.items())
             notes.append(_("Not measured in that build: {knobs}.", knobs=knobs) if recorded
@@ -157,6 +165,7 @@ class TuningViews(BaseViews):
         """The card's knobs for this document's backend: what each sets, where it comes from, why it should
         help, and whether this build measured it."""
         from ..inputs.knobs import pinned_label
+        from ..measure.tuning_plan import in_baseline
 
         absent = self.absent("tuning")
         t = None if absent else self.need("tuning")
@@ -172,9 +181,15 @@ class TuningViews(BaseViews):
         else:
             measured = {k for r in t.rows for k in r.knobs} | {r.name.removeprefix("graph mode + ") for r in t.rows}
             skipped = t.skipped or self._skipped_knobs(t)
+
+        def measured_here(k) -> str:
+            if k.name in measured:
+                return _("yes")
+            why = skipped.get(k.name, _("no"))
+            return _("no, in the baseline: {why}", why=shown(why)) if in_baseline(why) else shown(why)
+
         rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
-                 k.source or "–", k.why, _("yes") if k.name in measured else shown(skipped.get(k.name, _("no")))]
-                for k in knobs]
+                 k.source or "–", k.why, measured_here(k)] for k in knobs]
         return Table([_("knob"), _("sets"), _("source"), _("why it should help"), _("measured here")], rows,
                      caption=_("The {backend} knobs this page measures, where they come from", backend=self.backend),
                      note=note)

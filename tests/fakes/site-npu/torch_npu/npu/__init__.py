@@ -1,5 +1,14 @@
-"""Fake ``torch_npu.npu`` (real: Ascend/pytorch v2.10.0 ``torch_npu/npu/__init__.py``, where these functions
-live in that release; SoC numbers from ``torch_npu/csrc/core/npu/NpuVariables.h``).
+"""Fake ``torch_npu.npu``.  Real: torch_npu 2.10.0.post4, Ascend/pytorch tag ``v26.1.0-pytorch2.10.0`` (a release
+of the v2.10.0 line), where ``torch_npu/npu/__init__.py`` re-exports ``_backends.py`` and ``utils.py``.  Where each
+function this fake offers is defined there (file: name and line):
+
+* ``torch_npu/npu/__init__.py``: ``is_available`` 357, ``_parse_visible_devices`` 363, ``device_count`` 437,
+  ``get_device_name`` 480, ``get_device_properties`` 487, ``mem_get_info`` 495 (``device_count`` calls
+  ``_device_count_ascend_hal``, 408);
+* ``torch_npu/npu/_backends.py``: ``get_soc_version`` 96;
+* ``torch_npu/npu/utils.py``: ``synchronize`` 62, ``set_device`` 88, ``current_device`` 94.
+
+SoC numbers from ``torch_npu/csrc/core/npu/NpuVariables.h``.
 
 The device this fake pretends to be is ``$FAKE_NPU_PROFILE``:
 
@@ -7,7 +16,9 @@ The device this fake pretends to be is ``$FAKE_NPU_PROFILE``:
   ``_NPUDeviceProperties`` printed for an Ascend910B2C (a 64 GB HBM A2 chip) in a captured run
   (``_NPUDeviceProperties(name='Ascend910B2C', total_memory=62432MB)``); the B3 figure is assumed equal.
 * ``a3``: ``Ascend910_9391``, SoC 250, 16 chips (2 per NPU); memory assumed as a2.
-* ``a3_9363``: ``Ascend910_9363``, SoC 256: in torch_npu's table, outside vllm-ascend's A3 range (250-255).
+* ``a3_9363``: ``Ascend910_9363``, SoC 256: outside vllm-ascend's A3 range (250-255).  256 is the number the
+  v2.10.0 branch's ``NpuVariables.h`` gives it (added after 2.10.0.post4, in 2.10.0.post5); post4's table ends
+  at ``Ascend910_9362`` (255) and does not list it.
 * ``310p``: ``Ascend310P3``, SoC 202, 4 chips, ``total_memory=44280.3MB`` (a captured
   ``_NPUDeviceProperties(name='Ascend310P3', total_memory=44280.3MB)``).
 * ``a5``: SoC 260 (``Ascend950``: torch_npu takes every SoC name starting with it); the name
