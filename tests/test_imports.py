@@ -215,3 +215,21 @@ def test_the_page_check_finds_a_missing_and_an_invented_folder():
     assert page_problems(text.replace("(cards/*.yaml, data/)", "(data/)")) == ["folder cards/ is not on the page"]
     assert page_problems(text.replace("floor.py,", "floor.py, gone.py, old/,")) == [
         "the page names a folder old/ that the package lacks", "the page names measure/gone.py, which does not exist"]
+
+
+def test_imports_stand_at_the_top_unless_heavy():
+    """A module imports what it needs at its top; an import inside a function is a heavy module (torch,
+    transformers, vLLM, matplotlib, ...) said to be so with ``heavy`` in its comment, or an optional one under
+    ``try`` (issue 38: the 161 function-level imports none of which broke a cycle)."""
+    found = []
+    for module, path in MODULES.items():
+        text = path.read_text()
+        lines, tree = text.splitlines(), ast.parse(text)
+        in_try = {id(x) for node in ast.walk(tree) if isinstance(node, ast.Try) for x in ast.walk(node)}
+        for func in ast.walk(tree):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(func):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in in_try \
+                            and "heavy" not in lines[node.lineno - 1]:
+                        found.append(f"{module}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert found == [], "import these at the module's top (or mark a heavy one '# heavy'):\n" + "\n".join(found)

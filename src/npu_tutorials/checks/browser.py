@@ -30,6 +30,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..core.errors import TutorialError
+from ..engine.processes import kill_group, kill_with_parent
 
 PROBE_PAGE = "__tut_probe__.html"
 RESULT_PATH = "/__tut_probe_result__"
@@ -203,8 +204,6 @@ def serve(root: str | Path, probe_html: bytes = b""):
 def _chromium(*args: str):
     """Chromium with ``args`` and a throwaway profile, in its own process group (it dies with this process);
     yields the process and its stderr file; afterwards the whole group is killed at once (nothing to save)."""
-    from ..engine.processes import kill_group, kill_with_parent
-
     with tempfile.TemporaryDirectory(prefix="tut-chromium-") as profile, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen([chromium(), *FLAGS, f"--user-data-dir={profile}", *args], stdout=subprocess.DEVNULL,
                                 stderr=err, stdin=subprocess.DEVNULL, start_new_session=True,

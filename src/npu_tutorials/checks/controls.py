@@ -20,12 +20,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+import hashlib
+import inspect
+import re
 
 from ..measure import accuracy, consistency
 from ..inputs.cards import ConsistencyCheck, GreedyCheck, LogitsCheck, QACheck
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
 from ..record.results import scrub
+from ..inputs.cards import known_models, load_card
+from ..measure import metrics, reference
 
 MARKER = "PERTURBED.json"
 # relative RMS of the perturbation of every tensor of one family
@@ -53,8 +58,6 @@ FAMILIES = {
 
 def family_tensors(names, family: str) -> list[str]:
     """The tensors of ``family`` (a key of :data:`FAMILIES`) among ``names``, sorted."""
-    import re
-
     if family not in FAMILIES:
         raise TutorialError(f"unknown tensor family {family!r}; known: {', '.join(FAMILIES)}")
     return sorted(n for n in names if re.search(FAMILIES[family], n))
@@ -73,9 +76,9 @@ def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: 
     after the cast back to the tensor's dtype, pooled over the perturbed tensors (bf16 rounds small
     perturbations partly away); ``tensor``, ``rms`` and ``shape`` describe the first one.
     """
-    import torch
-    from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
+    import torch  # heavy
+    from safetensors import safe_open  # heavy
+    from safetensors.torch import load_file, save_file  # heavy
 
     src, dst = Path(src), Path(dst)
     if rel < 0 or not math.isfinite(rel):
@@ -159,8 +162,6 @@ def spec_for_card(card, stop_ids: list[int] | None = None) -> ControlSpec:
 
 def combined_spec(stop_ids: list[int] | None = None) -> ControlSpec:
     """Every check of every card on one engine (each check from the card that declares it)."""
-    from ..inputs.cards import known_models, load_card
-
     spec, sources = ControlSpec(stop_ids=stop_ids), []
     for key in known_models():
         own = spec_for_card(load_card(key))
@@ -176,8 +177,6 @@ def trimmed(spec: ControlSpec, prompts: int = 2, words: int = 7) -> ControlSpec:
     """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds,
     one per position of the consistency text): the first ``prompts`` prompts of each check, and the first
     ``words`` words of the consistency text's first sentence."""
-    import re
-
     out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check")
     if spec.logits:
         out.logits = spec.logits.model_copy(update={"prompts": spec.logits.prompts[:prompts]})
@@ -308,8 +307,6 @@ def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path,
 def _check_code() -> list:
     """What the checks compute: every function and class that turns engine and reference outputs into a
     verdict (their source, not their module's, so moving them between modules keeps a record current)."""
-    from ..measure import metrics, reference
-
     return [metrics.compare_logits, metrics.topk_ids, metrics.top1, metrics.topk_agreement, metrics.agrees,
             metrics.decisive_top1, metrics.position_error, metrics.split_kind, metrics.excused,
             metrics.split_counts, metrics.split_checks, consistency.split_kinds, metrics.top2_margin, metrics.sequence_match,
@@ -325,9 +322,6 @@ def _check_code() -> list:
 def check_digest(spec: ControlSpec) -> str:
     """A digest of the check code (:func:`_check_code`'s sources, and the tensor families) and of the spec's
     thresholds and inputs: a recorded control run whose digest differs from today's measured other checks."""
-    import hashlib
-    import inspect
-
     h = hashlib.sha256()
     for obj in _check_code():
         h.update(inspect.getsource(obj).encode())

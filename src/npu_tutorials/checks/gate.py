@@ -36,6 +36,7 @@ from ..inputs.cards import Card
 from ..record.headline import METRICS, accuracy_verdict, headline_figures, same_conditions
 from ..record.schema import ResultsDoc
 from . import generations
+from ..record.results import recorded_dir
 
 DEFAULT_LIMITS = {"output_throughput": 0.95, "median_ttft_ms": 1.15, "median_tpot_ms": 1.15,
                   "roofline_fraction": 0.95}
@@ -158,8 +159,6 @@ def measured_noise(doc: ResultsDoc, directory: Path | None = None, errors: list[
     recorded none), then one whose runs recorded none, then the newest),
     or None.  Records the gate refuses are named in ``errors``.  ``confirm``: the
     limits are for a decision on the build's measurement and this many confirmations (:func:`confirm`)."""
-    from ..record.results import recorded_dir
-
     prov = doc.provenance
     mine = prov.machine.cpu_generation
     found = None

@@ -13,6 +13,11 @@ import statistics
 from pathlib import Path
 
 from ..record.results import recorded_dir
+from ..core.errors import TutorialError
+from ..inputs.cards import load_card
+from .controls import check_digest, spec_for_card
+from .gate import CONFIRM, Noise, NoiseRecordError, read_noise_record, resolution
+from .generations import of_runs
 
 CHECK_NAMES = {"logits": "last-position logits", "consistency": "every-position consistency",
                "greedy": "greedy agreement", "text": "text consistency"}
@@ -107,10 +112,6 @@ def control_records() -> list[dict]:
 
 def stale_controls(records: list[dict] | None = None) -> list[str]:
     """One line per recorded control run whose check code or card thresholds differ from today's."""
-    from ..inputs.cards import load_card
-    from .controls import check_digest, spec_for_card
-    from ..core.errors import TutorialError
-
     out = []
     for d in control_records() if records is None else records:
         key = d["provenance"]["model"]
@@ -195,10 +196,6 @@ def _sessions(runs: list[dict]) -> str:
 def repeatability_markdown() -> str:
     """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
     resolution) and the leave-one-out false alarms."""
-    from ..inputs.cards import load_card
-    from .gate import CONFIRM, Noise, NoiseRecordError, read_noise_record, resolution
-    from .generations import of_runs
-
     d = Path(recorded_dir()) / "methods"
     paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
     if not paths:

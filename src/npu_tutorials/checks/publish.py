@@ -13,6 +13,7 @@ from pathlib import Path
 from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
 from ..record.results import read_doc
+from ..inputs.cards import load_card
 
 TARGETS = ("npu", "cuda")
 
@@ -30,8 +31,6 @@ def publish_target() -> str:
 def weights_problem(doc) -> str:
     """Why a document's weights cannot be published as the model's ('' when they can): real weights
     need a hub id with its revision, or a local copy whose checksum the card lists (``hub.sha256``)."""
-    from ..inputs.cards import load_card
-
     w = doc.provenance.weights
     if w is None:
         return "no weights recorded"

@@ -9,6 +9,7 @@ from ..core.errors import TutorialError
 from ..engine.platform import platform_for
 from .gate import gate, measured_noise
 from ..record.results import UNKNOWN_COMMIT, read_doc, recorded, recorded_dir, write_doc
+from ..inputs.cards import known_models
 
 
 def record(build_results: Path, directory: Path | None = None, models: list[str] | None = None,
@@ -50,8 +51,6 @@ def recorded_problems(directory: Path | None = None, models: set[str] | None = N
     the file: one that does not read as a results document of this schema, one filed under another model or
     a model with no card, one of a run that did not complete or of uncommitted code, one that does not say
     which weights it used, and an NPU record on stand-in weights (a deployment figure needs real ones)."""
-    from ..inputs.cards import known_models
-
     root = Path(directory or recorded_dir())
     cards = set(known_models())
     out = []

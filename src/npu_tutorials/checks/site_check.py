@@ -18,6 +18,11 @@ from pathlib import Path
 from ..core.errors import FAILED_MARK, TutorialError, cause
 from ..inputs.gallery_index import tutorials
 from ..record.results import page_record, read_doc, recorded_dir
+from ..inputs.cards import load_card
+from ..record.results import machine_paths
+from .gate import confirm as confirm_with, gate, host_label, limits_for, measured_noise
+from .recording import recorded_problems
+from ..record.results import recorded
 
 NOT_EXECUTED_MARK = "tut-not-executed"
 RECORD_MARK = "tut-from-record"  # site.recorded_page.RECORD_MARK (checks may not import the site layer)
@@ -128,8 +133,6 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
 def machine_path_problems(files) -> list[str]:
     """One line per file (a results document, a page, a committed record) that carries a path of this machine
     (its checkout, cache, venv, home or working directory: :func:`~npu_tutorials.record.results.machine_paths`)."""
-    from ..record.results import machine_paths
-
     # /root is also the home inside every container the pages' docker commands start (-v /root/.cache:...)
     paths = sorted((p for p in machine_paths() if len(p) > 1 and p != "/root"), key=len, reverse=True)
     out = []
@@ -152,8 +155,6 @@ def written_files(build: Path) -> list[Path]:
 def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str]:
     """One line per page that is not publishable, naming the page and every problem it has, and one per
     written file that carries a machine path."""
-    from .recording import recorded_problems
-
     build = Path(build)
     lines = []
     selected = tutorials(only=only)
@@ -174,11 +175,6 @@ def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,
     ``confirm``: where a headline figure is beyond its limit, measure the model's gated steps this many
     times more with ``remeasure(model key) -> ResultsDoc`` (:func:`npu_tutorials.tutorial.remeasure.measure_gated`:
     a fresh server each) and fail only on the majority (:func:`gate.confirm`)."""
-    from ..inputs.cards import load_card
-    from .gate import confirm as confirm_with
-    from .gate import gate, host_label, limits_for, measured_noise
-    from ..record.results import recorded
-
     notes, regressions = [], []
     for stem, key in tutorials(only=only).items():
         path = Path(build) / "results" / f"{key}.json"

@@ -17,6 +17,12 @@ from pathlib import Path
 
 from . import ROOT
 from ..core.errors import run_cli
+from ..engine.backend import describe_environment
+from ..inputs.cards import load_card
+from ..inputs.convert import as_read
+from ..inputs.weights import resolve_weights
+from ..measure import floor
+from ..record.results import git_commit, now_utc, scrub, write_record
 
 
 def run() -> int:
@@ -25,13 +31,6 @@ def run() -> int:
     ap.add_argument("--out", type=Path, default=None, help="default: results/methods/bf16-floor-<key>.json")
     ap.add_argument("--texts", type=int, default=None, help="only the first N calibration texts (tests)")
     a = ap.parse_args()
-
-    from ..engine.backend import describe_environment
-    from ..inputs.convert import as_read
-    from ..inputs.cards import load_card
-    from ..inputs.weights import resolve_weights
-    from ..measure import floor
-    from ..record.results import git_commit, now_utc, scrub, write_record
 
     card = load_card(a.model)
     w = resolve_weights(card)

@@ -15,6 +15,12 @@ from pathlib import Path
 from . import ROOT
 from ..core.errors import run_cli
 from ..checks.site_check import check
+from ..checks.gate import CONFIRM
+from ..checks.methods import stale_controls
+from ..checks.publish import publish_problems, publish_target
+from ..checks.site_check import gate_lines
+from ..checks.translations import mirror_problems
+from ..tutorial.remeasure import measure_gated
 
 
 def run() -> int:
@@ -39,8 +45,6 @@ def run() -> int:
         print("check: every tutorial executed, with tables, figures and provenance" if a.strict else
               "check: every page is publishable (executed pages are complete, the others say they did not run)")
     if a.lang2:
-        from ..checks.translations import mirror_problems
-
         mirror = mirror_problems(Path(a.build_dir) / "html", a.lang2)
         for p in mirror:
             print(f"languages: {p}", file=sys.stderr)
@@ -49,11 +53,9 @@ def run() -> int:
                   "a language switch that resolves")
         problems += mirror
     if a.strict:  # the methods page's recorded controls: measured with today's check code and thresholds?
-        from ..checks.methods import stale_controls
 
         for line in stale_controls():
             print(f"check: stale record: {line}")
-    from ..checks.publish import publish_problems, publish_target
 
     target = publish_target()
     if target:
@@ -64,11 +66,6 @@ def run() -> int:
             print(f"publish: every tutorial ran on {target} with real, identified weights")
         problems += pub
     if a.gate:
-        from ..checks.site_check import gate_lines
-
-        from ..checks.gate import CONFIRM
-        from ..tutorial.remeasure import measure_gated
-
         confirm = CONFIRM if a.confirm is None else max(0, a.confirm)
         notes, regressions = gate_lines(Path(a.build_dir), only, confirm=confirm, remeasure=measure_gated)
         for line in notes:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from . import ROOT
 from ..core.errors import run_cli
+from ..checks.translations import catalog_problems
+from ..core import messages
 
 
 def run() -> int:
@@ -25,7 +27,6 @@ def run() -> int:
     ap.add_argument("--lang", default="zh_CN")
     ap.add_argument("--locale-dir", default=str(ROOT / "docs" / "source" / "locale"))
     a = ap.parse_args()
-    from ..checks.translations import catalog_problems
 
     with tempfile.TemporaryDirectory(prefix="gettext-") as tmp:
         env = {**os.environ, "TUTORIAL_TRANSLATION_PASS": "1"}
@@ -37,7 +38,6 @@ def run() -> int:
             return 1
         pots = list((Path(tmp) / "pot").rglob("*.pot"))
         problems = catalog_problems(Path(tmp) / "pot", a.locale_dir, a.lang)
-    from ..core import messages
 
     marked = messages.extract()
     have, clashes = messages.read_catalog(messages.catalog_path(a.lang))

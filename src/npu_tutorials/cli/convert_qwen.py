@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from ..core.errors import TutorialError, run_cli
+from ..inputs.convert import convert_checkpoint
 
 
 def run() -> int:
@@ -19,7 +20,6 @@ def run() -> int:
     a = ap.parse_args()
     if a.dst.exists():
         raise TutorialError(f"{a.dst} already exists; give a new folder")
-    from ..inputs.convert import convert_checkpoint
 
     out = convert_checkpoint(a.src, a.dst)
     print(f"converted {a.src} -> {out} (Qwen2ForCausalLM; serve it without --trust-remote-code)")

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ..core.errors import run_cli
+from ..tutorial import Tutorial
 
 
 def run() -> int:
@@ -21,7 +22,6 @@ def run() -> int:
     a = ap.parse_args()
     if a.out:
         os.environ["TUTORIAL_RESULTS_DIR"] = str(a.out.resolve().parent)
-    from ..tutorial import Tutorial
 
     tut = Tutorial(a.model)
     card, acc = tut.card, tut.card.accuracy

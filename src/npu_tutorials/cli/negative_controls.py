@@ -24,6 +24,17 @@ from pathlib import Path
 
 from . import ROOT
 from ..core.errors import run_cli
+from ..checks import controls
+from ..core.errors import TutorialError
+from ..engine.backend import describe_environment, detect_backend
+from ..engine.platform import platform_for
+from ..engine.server import VLLMServer, free_port
+from ..inputs.cards import known_models, load_card
+from ..inputs.convert import as_read
+from ..inputs.standin import ensure_standin, tiny_config
+from ..inputs.weights import resolve_weights
+from ..measure import accuracy
+from ..record.results import git_commit, now_utc, write_record
 
 
 def run() -> int:
@@ -36,17 +47,6 @@ def run() -> int:
     ap.add_argument("--real", action="store_true", help="the card's real weights as the right checkpoint (a card "
                     "with packaged weights: every build has them), not its tiny planted stand-in")
     a = ap.parse_args()
-
-    from ..measure import accuracy
-    from ..checks import controls
-    from ..engine.backend import describe_environment, detect_backend
-    from ..engine.platform import platform_for
-    from ..inputs.cards import known_models, load_card
-    from ..inputs.convert import as_read
-    from ..core.errors import TutorialError
-    from ..record.results import git_commit, now_utc, write_record
-    from ..engine.server import VLLMServer, free_port
-    from ..inputs.standin import ensure_standin, tiny_config
 
     models = a.models or known_models()
     families = tuple(a.families.split(",")) if a.families else tuple(controls.FAMILIES)
@@ -62,8 +62,6 @@ def run() -> int:
         if not card.accuracy.model_dump(exclude_none=True):
             raise TutorialError(f"cards/{key}.yaml declares no engine-vs-reference check")
         if a.real:
-            from ..inputs.weights import resolve_weights
-
             w = resolve_weights(card, "real")
             right, what = w.path, f"real checkpoint: {w.label()}"
         else:

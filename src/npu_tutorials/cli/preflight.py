@@ -19,12 +19,16 @@ from ..record.results import known_commit
 from ..engine.platform import platform_for
 from ..tutorial import choose_port, select_profile
 from ..inputs.weights import resolve_weights, weights_mode
+from ..checks.publish import publish_target
+from ..inputs.gallery_index import GALLERY_OUT
+from ..site.prepare import prepare, write_record
+from ..site.rerun import will_execute
+from ..site.selection import build_hardware, select
 
 
 def run() -> int:
     for key in known_models():
         load_card(key)  # every card must be valid, not only the selected ones
-    from ..checks.publish import publish_target
 
     target = publish_target()
     if target:  # every page and shard of a published site names the commit it was built from
@@ -53,11 +57,6 @@ def run() -> int:
 def prepare_for_build(backend: str) -> None:
     """The stand-ins of the tutorials that this build executes (selected, in this shard, fitting the hardware,
     and changed since their last run), made before Sphinx starts."""
-    from ..inputs.gallery_index import GALLERY_OUT
-    from ..site.prepare import prepare, write_record
-    from ..site.rerun import will_execute
-    from ..site.selection import build_hardware, select
-
     sel = select(build_hardware(backend), os.environ.get("TUTORIAL_ONLY", ""), os.environ.get("TUTORIAL_SHARD"))
     keys = {stem: key for stem, key in tutorials().items() if stem in sel.execute}
     keys = [key for stem, key in keys.items() if will_execute(stem, key, GALLERY_OUT)]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from . import ROOT
 from ..core.errors import run_cli
+from ..checks.recording import record
+from ..inputs.gallery_index import tutorials
 
 
 def run() -> int:
@@ -21,8 +23,6 @@ def run() -> int:
     ap.add_argument("--reason", default=os.environ.get("REASON", ""),
                     help="why a build that fails the regression gate becomes the baseline (make record REASON=...)")
     a = ap.parse_args()
-    from ..inputs.gallery_index import tutorials
-    from ..checks.recording import record
 
     only = os.environ.get("TUTORIAL_ONLY", "")
     models = list(tutorials(only=only).values()) if only else None

@@ -25,6 +25,14 @@ from pathlib import Path
 
 from . import ROOT
 from ..core.errors import run_cli
+from ..checks import gate
+from ..core.errors import TutorialError
+from ..inputs.cards import load_card
+from ..inputs.standin import ensure_standin, tiny_config
+from ..inputs.weights import local_path_var
+from ..record.headline import gated_steps, headline_figures
+from ..record.results import git_commit, now_utc, write_record
+from ..tutorial.remeasure import measure_gated
 
 
 def run() -> int:
@@ -38,22 +46,12 @@ def run() -> int:
                          "dtype (runs of another day or host: the spread between sessions joins the gate's noise)")
     a = ap.parse_args()
 
-    from ..checks import gate
-    from ..inputs.cards import load_card
-    from ..core.errors import TutorialError
-    from ..record.headline import gated_steps, headline_figures
-    from ..record.results import git_commit, now_utc, write_record
-    from ..inputs.weights import local_path_var
-
     if a.runs < (1 if a.append else 2):
         raise TutorialError("--runs must be at least 2, or 1 with --append (noise is a difference between runs)")
     card = load_card(a.model)
     if a.tiny:
-        from ..inputs.standin import ensure_standin, tiny_config
-
         os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
                                                               label="tiny").path)
-    from ..tutorial.remeasure import measure_gated
 
     steps = gated_steps(card)
     runs, first = [], None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import ROOT
 from ..core.errors import run_cli
+from ..checks.browser import probe, screenshot
 
 DEFAULT_PAGE = "tutorials/models/qwen2_5_0_5b.html"
 
@@ -26,7 +27,6 @@ def run() -> int:
     ap.add_argument("--out", default=str(ROOT / "_build" / "screenshots"))
     ap.add_argument("--height", type=int, default=2400)
     a = ap.parse_args()
-    from ..checks.browser import probe, screenshot
 
     site, out = Path(a.site), Path(a.out)
     pages = [p for page in a.page or [DEFAULT_PAGE] for p in (page, f"{a.lang2}/{page}")]

@@ -15,6 +15,10 @@ from . import ROOT
 from ..core.errors import TutorialError, run_cli
 
 from ..inputs.gallery_index import GALLERY_OUT
+from ..engine.backend import detect_backend
+from ..record.results import git_commit
+from ..site import shards
+from ..site.selection import build_hardware, select
 
 
 def run() -> int:
@@ -24,14 +28,9 @@ def run() -> int:
     ap.add_argument("--shards", type=Path, help="folder of shard-k-of-N.tar.gz archives (assemble)")
     ap.add_argument("--build-dir", type=Path, default=ROOT / "_build")
     a = ap.parse_args()
-    from ..site import shards
-    from ..record.results import git_commit
 
     downloads, results = GALLERY_OUT / "data", a.build_dir / "results"
     if a.action == "pack":
-        from ..engine.backend import detect_backend
-        from ..site.selection import build_hardware, select
-
         if not a.shard:
             raise TutorialError("pack needs SHARD=k/N (the shard this build executed)")
         sel = select(build_hardware(detect_backend()), os.environ.get("TUTORIAL_ONLY", ""), a.shard)

@@ -10,6 +10,13 @@ import argparse
 import time
 
 from ..core.errors import run_cli
+from ..engine.backend import BACKENDS, detect_backend
+from ..engine.commands import deploy_argv, format_command
+from ..engine.platform import platform_for
+from ..engine.server import HOST, VLLMServer
+from ..inputs.cards import load_card
+from ..inputs.weights import resolve_weights
+from ..tutorial import choose_port
 
 
 def run() -> int:
@@ -17,13 +24,6 @@ def run() -> int:
     ap.add_argument("action", choices=["card", "weights", "serve", "commands"])
     ap.add_argument("model", help="model key, e.g. qwen2.5-0.5b")
     a = ap.parse_args()
-
-    from ..engine.backend import detect_backend
-    from ..inputs.cards import load_card
-    from ..engine.backend import BACKENDS
-    from ..engine.commands import deploy_argv, format_command
-    from ..engine.platform import platform_for
-    from ..inputs.weights import resolve_weights
 
     card = load_card(a.model)
     if a.action == "card":
@@ -37,10 +37,6 @@ def run() -> int:
         w = resolve_weights(card)
         print(w.label())
         if a.action == "serve":
-            from ..engine.server import VLLMServer
-            from ..engine.server import HOST
-            from ..tutorial import choose_port
-
             port = choose_port()
             plat = platform_for(backend)
             spec = plat.server_spec(card, plat.plan(card, None), "performance", model=w.path, host=HOST, port=port)

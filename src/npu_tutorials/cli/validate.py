@@ -9,13 +9,13 @@ TUTORIAL_MODEL_PATH_<MODEL>); exits 0 when the server answered.
 import argparse
 
 from ..core.errors import run_cli
+from ..tutorial import Tutorial
 
 
 def run() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     a = ap.parse_args()
-    from ..tutorial import Tutorial
 
     tut = Tutorial(a.model)
     try:

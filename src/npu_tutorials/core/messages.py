@@ -32,6 +32,7 @@ import inspect
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+import string
 
 LANGS = ("en", "zh_CN")              # the site's languages: the first is the one the code is written in
 HTML_LANG = {"en": "en", "zh_CN": "zh-CN"}
@@ -54,7 +55,7 @@ def catalog_path(lang: str) -> Path:
 def read_catalog(folder: Path) -> tuple[dict[str, str], list[str]]:
     """msgid -> translation of every ``.po`` file in ``folder`` (untranslated and fuzzy entries left out), and
     one line per message two files translate differently."""
-    from babel.messages.pofile import read_po
+    from babel.messages.pofile import read_po  # heavy
 
     out: dict[str, str] = {}
     where: dict[str, str] = {}
@@ -167,8 +168,6 @@ def untranslated(lang: str, messages: dict[str, list[str]] | None = None,
 
 def bad_fields(lang: str, translations: dict[str, str] | None = None) -> list[str]:
     """One line per translation whose ``{fields}`` differ from its English's (it would not fill)."""
-    import string
-
     def fields(s: str) -> set[str]:
         return {f for _, f, _, _ in string.Formatter().parse(s) if f is not None}
 

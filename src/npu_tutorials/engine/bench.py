@@ -19,6 +19,7 @@ from ..core.errors import TutorialError
 from ..core.messages import N_
 from .processes import kill_group, stop_with_parent, tail
 from .server import VLLMServer
+from .vllm_bench import DONE
 
 PERCENTILES = "50,99"
 
@@ -90,8 +91,8 @@ def random_prompt_ids(tokenizer: str, *, num_prompts: int, input_len: int, outpu
     """The token ids of the prompts ``vllm bench serve --dataset-name random --seed seed`` sends
     (vLLM's own RandomDataset with the same tokenizer; imports vLLM, so call it in a process that
     may).  Give them to :func:`efficiency.hf_generate_throughput` for a like-for-like baseline."""
-    from vllm.benchmarks.datasets.datasets import RandomDataset
-    from vllm.tokenizers import get_tokenizer
+    from vllm.benchmarks.datasets.datasets import RandomDataset  # heavy
+    from vllm.tokenizers import get_tokenizer  # heavy
 
     tok = get_tokenizer(tokenizer)
     reqs = RandomDataset(random_seed=seed, dataset_path=None).sample(
@@ -120,11 +121,6 @@ class BenchWorker:
 
     def run(self, args: list[str], log: Path, server: VLLMServer, step: str, timeout: float) -> int:
         """Run one benchmark; its output goes to ``log``; returns its exit code."""
-        import queue
-        import threading
-
-        from .vllm_bench import DONE
-
         if self.proc.poll() is not None:
             raise TutorialError(f"the benchmark worker exited (code {self.proc.returncode})")
         self.proc.stdin.write(json.dumps(args) + "\n")
@@ -173,6 +169,8 @@ def close_workers() -> None:
 
 
 import atexit  # noqa: E402
+import queue
+import threading
 
 atexit.register(close_workers)
 

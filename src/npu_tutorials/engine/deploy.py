@@ -19,6 +19,7 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+import ast
 
 from . import commands as C
 from . import devices
@@ -168,8 +169,6 @@ def offline_code(card: Card, backend: str, model: str, *, dtype: str | None = No
 
 def offline_output(card: Card, stdout: str) -> str:
     """The generated text in what :func:`offline_code`'s script printed."""
-    import ast
-
     for line in reversed(stdout.strip().splitlines()):
         head = f"{card.functional.prompt} -> "
         if line.startswith(head):

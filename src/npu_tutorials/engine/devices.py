@@ -28,6 +28,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+import importlib.util
+
+from ..core.errors import TutorialError
 
 ASCEND_ROOT_ENV = "TUTORIAL_ASCEND_ROOT"  # where CANN is installed (default /usr/local/Ascend)
 DEV_DIR_ENV = "TUTORIAL_DEV_DIR"  # where device nodes live (default /dev; tests point it elsewhere)
@@ -101,8 +104,6 @@ FIRST_GEN_910_SOCS = (100, 104)  # Ascend910PremiumA .. Ascend910B (NpuVariables
 
 def npu_family(soc: int | None, name: str = "") -> NpuFamily:
     """The family of SoC number ``soc``; one-line :class:`TutorialError` where vllm-ascend refuses the chip."""
-    from ..core.errors import TutorialError
-
     what = f"{name} (SoC {soc})" if name else f"SoC {soc}"
     if soc is None:
         raise TutorialError(f"{name or 'this NPU'}: torch_npu reported no SoC version, so its device family "
@@ -125,8 +126,6 @@ def image_build_type(package_dir: str | Path | None = None) -> str | None:
     ``_init_ascend_device_type``, a build info without it falls back to ``__soc_version__`` (310P or A2).
     None where vllm-ascend or its build info is not installed."""
     if package_dir is None:
-        import importlib.util
-
         try:
             spec = importlib.util.find_spec("vllm_ascend")
         except (ImportError, ValueError):
@@ -284,7 +283,7 @@ def read_nvidia_smi(timeout: float = 60.0) -> list[NvidiaSmiGpu] | None:
 def npu_probe() -> dict:
     """Visible NPUs as torch_npu reports them.  Initialises the device: call it through
     ``isolated.call("npu_tutorials.engine.devices:npu_probe")``, never in the build process."""
-    import torch_npu  # noqa: F401  (torch_npu.npu.* below)
+    import torch_npu  # noqa: F401  heavy (torch_npu.npu.* below)
 
     npu = torch_npu.npu
     count = int(npu.device_count())
@@ -298,7 +297,7 @@ def npu_probe() -> dict:
 
 def cuda_probe() -> dict:
     """Visible CUDA devices as torch reports them (child process only, like :func:`npu_probe`)."""
-    import torch
+    import torch  # heavy
 
     count = int(torch.cuda.device_count())
     devices = []

@@ -11,6 +11,7 @@ from . import commands as C
 from .deploy import reader_place, serve_argv
 from .platform import platform_for
 from ..inputs.cards import Card
+from ..inputs.layouts import for_config
 
 
 def tp_sizes(card: Card) -> list[int]:
@@ -23,8 +24,6 @@ def tp_sizes(card: Card) -> list[int]:
 
 
 def weights_gb(card: Card) -> float:
-    from ..inputs.layouts import for_config
-
     nbytes = 4 if card.serve.dtype == "float32" else 2
     return sum(prod(s) for _, s, _ in for_config(card.config).parameters(card.config)) * nbytes / 1e9
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..core.errors import TutorialError
 from .platform import platform_for
+from .server import free_port
 
 
 def lease_dir() -> Path:
@@ -107,8 +108,6 @@ def lease_devices(n: int, pool: list[str] | None = None, *, timeout: float = 6 *
 
 def lease_port(host: str = "127.0.0.1") -> tuple[int, Lease]:
     """A free port no other tutorial of this build holds."""
-    from .server import free_port
-
     for _ in range(200):
         port = free_port(host)
         fd = _try_lock(f"port-{port}")

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import TutorialError
+from .cache import cache_root
+from .tokenizer import build_tokenizer_json
 
 # Architectures that current vLLM no longer serves natively, and the layout this module converts them to.
 CONVERTED_ARCHS = {"QWenLMHeadModel": "Qwen2ForCausalLM"}
@@ -153,7 +155,7 @@ def _rename(name: str) -> list[str]:
 def to_qwen_layout(tensors: dict) -> dict:
     """The exact inverse of :func:`convert_weights`' mapping: Qwen2-layout tensors under QWen's names
     (q, k and v concatenated into ``c_attn``), so that converting them back gives the same tensors."""
-    import torch
+    import torch  # heavy
 
     top = {new[0]: old for old, new in _TOP.items()}
     layer = {n: (old, k) for old, new in _LAYER.items() for k, n in enumerate(new)}
@@ -176,7 +178,7 @@ def to_qwen_layout(tensors: dict) -> dict:
 
 
 def convert_weights(src: Path, cfg: dict[str, Any]) -> dict:
-    from safetensors import safe_open
+    from safetensors import safe_open  # heavy
 
     expected = {name: shape for name, shape, _ in qwen_parameters(cfg)}
     seen: dict[str, Any] = {}
@@ -202,8 +204,6 @@ def convert_weights(src: Path, cfg: dict[str, Any]) -> dict:
 
 
 def write_tokenizer(dst: Path, src: Path) -> None:
-    from .tokenizer import build_tokenizer_json
-
     specials = {151643 + i: (tok, True) for i, tok in enumerate(QWEN_SPECIAL)}
     (dst / "tokenizer.json").write_text(build_tokenizer_json(specials, str(src / "qwen.tiktoken")), encoding="utf-8")
     (dst / "tokenizer_config.json").write_text(json.dumps({
@@ -215,7 +215,7 @@ def write_tokenizer(dst: Path, src: Path) -> None:
 
 def convert_checkpoint(src: Path, dst: Path) -> Path:
     """Convert ``src`` (QWen layout) into a new folder ``dst`` (Qwen2 layout)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # heavy
 
     src, dst = Path(src), Path(dst)
     cfg = check_qwen_checkpoint(src)
@@ -246,8 +246,6 @@ def _source_key(src: Path) -> str:
 
 def converted_path(src: Path, cache_dir: Path | None = None) -> Path:
     """Where :func:`ensure_converted` keeps (or will keep) the conversion of ``src``."""
-    from .cache import cache_root
-
     src = Path(src)
     return Path(cache_dir or cache_root()) / "converted" / f"{src.name}-qwen2-{_source_key(src)}"
 

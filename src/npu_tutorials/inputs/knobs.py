@@ -255,8 +255,6 @@ VLLM_ASCEND_REFUSED_ENV = {"ASCEND_LAUNCH_BLOCKING": ("1", "ACL graph is incompa
 def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
     """What vllm-ascend v0.23.0 would ignore or refuse in the serve command ``argv`` with ``env``
     (empty: nothing).  ``--additional-config`` must be JSON whose keys vllm-ascend reads."""
-    import json
-
     problems = []
     for i, tok in enumerate(argv):
         flag, _, inline = tok.partition("=")

@@ -15,8 +15,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Callable
+import shutil
+from math import prod
 
 from ..core.errors import TutorialError
+from .convert import qwen2_config, qwen_parameters, to_qwen_layout
+from .planted import qwen2_weights
+from .tokenizer import tiktoken_file, write_qwen2_tokenizer
 
 
 class Layout:
@@ -39,13 +44,9 @@ class Qwen2Layout(Layout):
         return qwen2_parameters(config)
 
     def weights(self, config, seed, progress=None):
-        from .planted import qwen2_weights
-
         return qwen2_weights(config, seed, progress)
 
     def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
-        from .tokenizer import write_qwen2_tokenizer
-
         tok_cfg = json.loads((out_dir / "tokenizer_config.json").read_text())
         write_qwen2_tokenizer(out_dir, tok_cfg)
 
@@ -60,9 +61,7 @@ class Qwen3Layout(Qwen2Layout):
         return qwen3_parameters(config)
 
     def weights(self, config, seed, progress=None):
-        import torch
-
-        from .planted import qwen2_weights
+        import torch  # heavy
 
         tensors, plan = qwen2_weights(config, seed, progress)  # drawn as for Qwen2: the same stream
         expected = {name for name, _, _ in qwen3_parameters(config)}
@@ -86,8 +85,6 @@ class LlamaLayout(Qwen2Layout):
         return qwen2_parameters(config, bias=bool(config.get("attention_bias", False)))
 
     def weights(self, config, seed, progress=None):
-        from .planted import qwen2_weights
-
         tensors, plan = qwen2_weights(config, seed, progress)  # drawn as for Qwen2: the same stream
         expected = {name for name, _, _ in self.parameters(config)}
         plan["layout"] = "llama: q/k/v biases left out unless attention_bias"
@@ -105,22 +102,13 @@ class QWenLayout(Layout):
 
     @staticmethod
     def parameters(config):
-        from .convert import qwen_parameters
-
         return qwen_parameters(config)
 
     def weights(self, config, seed, progress=None):
-        from .convert import qwen2_config, to_qwen_layout
-        from .planted import qwen2_weights
-
         tensors, plan = qwen2_weights(qwen2_config(config), seed, progress)
         return to_qwen_layout(tensors), plan
 
     def write_tokenizer(self, out_dir: Path, config: dict[str, Any]) -> None:
-        import shutil
-
-        from .tokenizer import tiktoken_file
-
         shutil.copyfile(tiktoken_file(), out_dir / "qwen.tiktoken")
 
 
@@ -166,8 +154,6 @@ LAYOUTS: dict[str, Layout] = {"Qwen2ForCausalLM": Qwen2Layout(), "Qwen3ForCausal
 
 def num_parameters(config: dict[str, Any]) -> int:
     """Parameters of a checkpoint with ``config``, counted from its layout's tensor list."""
-    from math import prod
-
     return sum(prod(shape) for _name, shape, _kind in for_config(config).parameters(config))
 
 

@@ -24,6 +24,8 @@ from typing import Any
 from .cards import Card
 from .cache import cache_root
 from ..core.errors import TutorialError
+from . import layouts
+from .planted import VERSION as planted
 
 GENERATOR_VERSION = 2  # 2: planted next-token map (npu_tutorials.inputs.planted); 1: plain random
 MARKER = "STANDIN.json"
@@ -61,7 +63,6 @@ def tiny_config(config: dict[str, Any], *, layers: int = 2, hidden: int = 256, h
 
 def _spec_hash(config: dict, extra_files: dict[str, bytes], seed: int) -> str:
     h = hashlib.sha256()
-    from .planted import VERSION as planted
 
     h.update(json.dumps({"config": config, "seed": seed, "gen": GENERATOR_VERSION, "planted": planted},
                         sort_keys=True).encode())
@@ -112,9 +113,7 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
         meta = json.loads((final / MARKER).read_text())
         return StandInInfo(final, meta["seed"], meta["weights_sha256"], meta["num_parameters"])
 
-    from safetensors.torch import save_file
-
-    from . import layouts
+    from safetensors.torch import save_file  # heavy
 
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))

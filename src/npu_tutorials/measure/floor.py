@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import metrics
+from . import reference
 
 FACTOR = 4.0
 # Calibration texts: plain English of the kind the pages judge, none of them a text a check judges.
@@ -37,10 +38,8 @@ def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict
     """Per text: ``{"text", "positions", "ppl_rel_diff_pct", "mean_cosine", "mean_kl_nats", "max_nmse_pct",
     "flips"}`` of
     transformers bf16 against transformers fp32 on the checkpoint at ``path``, every position."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from . import reference
+    import torch  # heavy
+    from transformers import AutoModelForCausalLM  # heavy
 
     reference.quiet_transformers()
     fp32 = reference.load_model(str(path))

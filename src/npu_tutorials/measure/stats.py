@@ -11,6 +11,8 @@ from typing import Iterable
 
 import numpy as np
 
+from ..record.schema_base import Stat
+
 KEYS = ("median", "q1", "q3", "min", "max", "n")
 
 
@@ -20,8 +22,6 @@ def summarize(values: Iterable[float]) -> dict:
     Raises ``ValueError`` on an empty or non-finite sample: a figure without
     samples must not become a number on a page.
     """
-    from ..record.schema_base import Stat
-
     a = np.asarray([float(v) for v in values], dtype=np.float64)
     if a.size == 0:
         raise ValueError("no samples to summarize")

@@ -20,8 +20,6 @@ def qa_correct(output: str, expected: list[str]) -> bool:
     """Correct when any expected answer occurs in the output (case-insensitive) as a whole: a number not as part
     of another number ("0" is not in "-18.0"), a word not inside another word ("Au" is not in "Australia"); an
     answer in a script without word spaces (Chinese) as a substring."""
-    import re
-
     low = output.lower()
     for e in expected:
         e = e.lower().strip()
@@ -101,7 +99,7 @@ def _offline_errors() -> tuple[type[BaseException], ...]:
 
 
 def _load_hub_gsm8k(n: int) -> list[GSMProblem]:
-    from datasets import load_dataset  # type: ignore
+    from datasets import load_dataset  # type: ignore  heavy (optional)
 
     ds = load_dataset("openai/gsm8k", "main", split="test")
     return [GSMProblem(r["question"], r["answer"].split("####")[-1].strip().replace(",", ""))
@@ -128,7 +126,7 @@ def gsm_set(n: int, seed: int, *, fallback: str | None = "") -> GSMSet:
                             "scores GSM8K itself, not a generated stand-in set: make the openai/gsm8k dataset "
                             "reachable (or cached under HF_DATASETS_CACHE) and build again")
     try:
-        import reasoning_gym
+        import reasoning_gym  # heavy
     except ImportError:
         raise TutorialError(f"no GSM8K ({reason}) and no offline set: pip install reasoning-gym") from None
     ds = reasoning_gym.create_dataset("gsm_symbolic", size=n, seed=seed)

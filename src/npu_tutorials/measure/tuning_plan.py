@@ -23,11 +23,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
+import importlib.metadata as md
+import platform
 
 from ..core.messages import N_, _
 from ..engine.platform import platform_for
 from ..inputs.knobs import combinable, in_effect, merge, preloaded, release_tuple, resolve_env
 from ..record.schema_base import Message
+from ..inputs.cards import load_card
+from ..inputs.gallery_index import tutorials
+from ..record.results import recorded
 
 EAGER = N_("report's conditions (eager)")
 GRAPH = N_("graph mode")
@@ -86,8 +91,6 @@ def _image_sources(env: Mapping[str, str], machine: str) -> list[str]:
 
 def installed_vllm_ascend() -> str | None:
     """The version of the vllm-ascend this host has installed, else None."""
-    import importlib.metadata as md
-
     for dist in ("vllm-ascend", "vllm_ascend"):
         try:
             return md.version(dist)
@@ -137,8 +140,6 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
     installed one, "": not checked) describe the build's host.  A knob the baseline already has (the environment
     has all it sets, or the pinned release does it by default) is not measured in any profile: its row would
     repeat graph mode."""
-    import platform
-
     environ = dict(os.environ if environ is None else environ)
     machine = machine or platform.machine()
     exists = exists or host_file_exists
@@ -317,10 +318,6 @@ def runner_tuning_md() -> str:
     """The runner page's table (``docs/source/_generated/runner_tuning.md``): the tuning servers an NPU build
     of each tutorial starts (full profile) in vllm-ascend's image (:func:`image_environ`, the pinned release; a knob
     its baseline has starts none), what each measures, and the time tuning took in recorded builds."""
-    from ..inputs.cards import load_card
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import recorded
-
     lines = ["| tutorial | tuning servers on an NPU build | each one measures | tuning time in recorded builds |",
              "|---|---|---|---|"]
     for key in tutorials().values():

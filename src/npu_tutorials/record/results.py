@@ -26,6 +26,8 @@ from pydantic import ValidationError
 from ..core.errors import TutorialError
 from .schema import SCHEMA_VERSION, ResultsDoc
 from .versions import OLDEST_READ, readable
+from ..inputs.digest import card_digest
+from .schema import FromRecord
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDED_DIR = ROOT / "results"
@@ -198,8 +200,6 @@ def page_record(model: str, directory: Path | None = None) -> tuple[str, Results
     """The recorded document that a page this build did not execute is drawn from, as (its path under
     ``results/``, the document): the newest complete run of ``model`` recorded with the card as it is now
     (``provenance.card_digest``); None where none fits (an unreadable file is ``make check``'s to name)."""
-    from ..inputs.digest import card_digest
-
     d = Path(directory or recorded_dir())
     want = card_digest(model)
     fitting = []
@@ -249,8 +249,6 @@ def section_from_records(doc: ResultsDoc, section: str, records: list[ResultsDoc
     ``(None, None)``.  Fits: the same backend, engine dtype and weights (real: id and revision; stand-in: seed);
     best: the same machine kind, then the newest.  A record that itself copied the section passes on the
     provenance of the build that measured it."""
-    from .schema import FromRecord
-
     p = doc.provenance
     fits = [d for d in records if _section(d, section) is not None and d.provenance.backend == p.backend
             and d.provenance.engine_dtype == p.engine_dtype and _same_weights(d.provenance.weights, p.weights)]

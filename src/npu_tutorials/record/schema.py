@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
+import re
 
 from ..core.model import StrictModel
 from ..engine.platform import platform_for
@@ -70,8 +71,6 @@ class Machine(StrictModel):
     @property
     def slug(self) -> str:
         """A file-name key for 'this kind of machine' (results/<model>/<slug>.json)."""
-        import re
-
         if not platform_for(self.backend).accelerator:
             base = f"cpu-{self.cpu_model}-{self.cpu_count}c-{'bf16' if self.cpu_native_bf16 else 'nobf16'}"
         else:

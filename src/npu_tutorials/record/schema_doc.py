@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pydantic import BaseModel
+import typing
 
 from .schema import SCHEMA_VERSION, ResultsDoc
 
 
 def schema_markdown() -> str:
     """The results document's reference, generated from the models above (for the site)."""
-    import typing
-
     def tname(ann) -> str:
         origin = typing.get_origin(ann)
         if origin is None:

@@ -22,6 +22,13 @@ from pathlib import Path
 from ..core.errors import TutorialError
 from ..engine.backend import BACKENDS
 from ..inputs.cards import CARDS_DIR, load_card
+from ..core.messages import language
+from ..engine import deploy
+from ..inputs.gallery_index import gallery_dir
+from ..record.headline import headline_figures
+from ..record.results import git_commit, now_utc, read_doc, recorded_dir, results_dir, shown_doc
+from .i18n import page_lang
+from ..inputs.gallery_index import tutorials
 
 API_VERSION = 1
 THIS_BUILD = "this-build.json"
@@ -38,8 +45,6 @@ def bundle_path(stem: str) -> str:
 
 def _documents(key: str) -> list[tuple[str, str, Path]]:
     """(source, API path, file) of every document the site shows of ``key``: this build's, then the recorded."""
-    from ..record.results import recorded_dir, results_dir
-
     out = []
     mine = results_dir() / f"{key}.json"
     if mine.is_file():
@@ -50,9 +55,6 @@ def _documents(key: str) -> list[tuple[str, str, Path]]:
 
 
 def _entry(source: str, path: str, doc) -> dict:
-    from ..core.messages import language
-    from ..record.headline import headline_figures
-
     p = doc.provenance
     with language("en"):
         heads = headline_figures(doc)
@@ -68,8 +70,6 @@ def _entry(source: str, path: str, doc) -> dict:
 def models_index(tutorials: dict[str, str]) -> tuple[dict, list[tuple[str, Path]]]:
     """``api/models.json``'s content and the (API path, file) of every document it lists.  ``tutorials``: gallery
     stem -> model key.  A document that does not read is left out here (``make check`` names it)."""
-    from ..record.results import git_commit, now_utc, read_doc
-
     models, files = [], []
     for stem, key in sorted(tutorials.items(), key=lambda kv: kv[1]):
         card = load_card(key)
@@ -124,9 +124,6 @@ def bundle(stem: str, key: str, doc_file: Path | None, commit: str) -> bytes:
     """A page's "re-run exactly this" bundle: its gallery script, its card, the copy-paste set of each backend
     (``deploy-<backend>.sh``), the results document the page shows, and a README with the one command that
     re-runs the page from a checkout of ``commit``."""
-    from ..engine import deploy
-    from ..inputs.gallery_index import gallery_dir
-
     card = load_card(key)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
@@ -181,8 +178,6 @@ def deploy_script(card, backend: str, steps) -> str:
 
 def write_api(outdir: str | Path, tutorials: dict[str, str]) -> list[Path]:
     """Write ``api/`` and ``llms.txt`` under the site's root ``outdir``; returns what it wrote."""
-    from ..record.results import git_commit, recorded_dir, results_dir, shown_doc
-
     root = Path(outdir)
     shutil.rmtree(root / "api", ignore_errors=True)
     index, files = models_index(tutorials)
@@ -208,9 +203,6 @@ def write_api(outdir: str | Path, tutorials: dict[str, str]) -> list[Path]:
 
 def publish_api(app, exception) -> None:
     """Sphinx ``build-finished``: the English pass writes the data API under the site's root."""
-    from ..inputs.gallery_index import tutorials
-    from .i18n import page_lang
-
     if exception is not None or app.builder.name != "html" or page_lang(app) != "en":
         return
     write_api(app.outdir, tutorials())

@@ -11,6 +11,12 @@ from ..engine.platform import platform_for
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
 from .freshness import freshness_block
+from ..core.errors import TutorialError
+from ..inputs.gallery_index import tutorials
+from ..record.results import page_record, read_doc, recorded, results_dir
+from ..views import Views
+from .i18n import extracting, page_lang
+from .recorded_page import draw_from_record, record_banner
 
 
 NOT_EXECUTED_BANNER = """
@@ -93,8 +99,6 @@ def build_banner(doc, lang: str | None = None) -> str:
 def trained_model_link(lang: str | None = None) -> str:
     """A sentence linking the page of the tutorial whose real weights every build has (a card with
     ``packaged:`` weights): the same checks on a trained model.  Empty where no card has them."""
-    from ..inputs.gallery_index import tutorials
-
     for stem, key in tutorials().items():
         card = load_card(key)
         if card.packaged is not None:
@@ -112,8 +116,6 @@ def _insert_after_title(text: str, block: str) -> str:
 def add_banners(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: label a tutorial page that this build did not execute, or that it built on
     a CPU or with stand-in weights."""
-    from .i18n import extracting, page_lang
-
     lang = page_lang(app)
     text = source[0]
     if "sphx_glr_download_" not in text or extracting(app):  # not an example page, or text for translators
@@ -124,9 +126,6 @@ def add_banners(app, docname: str, source: list[str]) -> None:
         why = skipped.read_text().strip() if skipped is not None and skipped.is_file() else ""
         source[0] = unexecuted_page(text, stem, why, lang, depth=_depth(docname, lang))
         return
-    from ..core.errors import TutorialError
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import read_doc, results_dir
 
     key = tutorials().get(stem)
     path = results_dir() / f"{key}.json" if key else None
@@ -149,11 +148,6 @@ def unexecuted_page(text: str, stem: str, why: str, lang: str, depth: int = 2) -
     """A page this build did not execute: drawn from the recorded run that fits it, under a banner that says so
     (:mod:`npu_tutorials.site.recorded_page`), or, where none fits, its code under the not-executed warning,
     with what is recorded of it."""
-    from ..core.errors import TutorialError
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import page_record
-    from .recorded_page import draw_from_record, record_banner
-
     key = tutorials().get(stem)
     try:
         found = page_record(key) if key else None
@@ -176,11 +170,6 @@ def _underline(title: str, char: str = "-") -> str:
 def recorded_rst(stem: str, lang: str | None = None) -> str:
     """Results recorded on other hardware for an unexecuted page, as raw HTML tables (views of them; the
     tables carry every language, the text around them is ``lang``'s)."""
-    from ..core.errors import TutorialError
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import recorded
-    from ..views import Views
-
     key = tutorials().get(stem)
     if key is None:
         return ""

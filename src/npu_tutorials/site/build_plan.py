@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+import os
 
 from ..inputs.cards import load_card
 from .generated import write_if_changed
 from .teardown import forget_example
+from ..engine.backend import detect_backend
+from ..engine.platform import platform_for
+from ..engine.scheduler import jobs_for
+from ..inputs.gallery_index import tutorials
+from .selection import build_hardware, select
 
 
 def plan_build(gallery_dir: str | Path, only: str = "", shard: str | None = None, assemble: bool = False):
     """Decide which tutorials this build executes; write why each other one is not (``<stem>.skipped``,
     read by the page banner).  Returns the :class:`~npu_tutorials.site.selection.Selection`."""
-    from ..engine.backend import detect_backend
-    from ..inputs.gallery_index import tutorials
-    from .selection import build_hardware, select
-
-    import os
-
-    from ..engine.platform import platform_for
-    from ..engine.scheduler import jobs_for
-
     backend = detect_backend()
     hw = build_hardware(backend) if not assemble else None
     sel = select(hw, only, shard, assemble=assemble)
@@ -43,8 +40,6 @@ def plan_build(gallery_dir: str | Path, only: str = "", shard: str | None = None
 
 def force_rerun(gallery_dir: str | Path, only: str = "") -> list[Path]:
     """``FORCE=1``: forget the cached success of every tutorial selected by ``only``."""
-    from ..inputs.gallery_index import tutorials
-
     removed = []
     for stem in tutorials(only=only):
         removed += forget_example(gallery_dir, f"{stem}.py")

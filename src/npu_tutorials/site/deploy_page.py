@@ -9,6 +9,8 @@ from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_arg
                              targets)
 from ..engine.multi_card import multi_card
 from ..engine.platform import platform_for
+from ..measure.tuning_plan import image_environ, in_baseline, measured_best, select_knobs
+from ..record.results import recorded
 
 
 # -- reStructuredText --------------------------------------------------------------------------------
@@ -73,9 +75,6 @@ def _multi_rst(card: Card, backend: str) -> str:
 def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | None:
     """The copy-paste serve command with the best knobs the newest NPU build of ``card`` measured:
     ``(argv, env, document, row)``, or None where no NPU build recorded a tuning section."""
-    from ..record.results import recorded
-    from ..measure.tuning_plan import measured_best
-
     found = measured_best(recorded(card.key)) if card.tuning else None
     if found is None:
         return None
@@ -86,8 +85,6 @@ def tuned_npu(card: Card) -> tuple[list[str], dict[str, str], object, object] | 
 def _tuned_rst(card: Card, serve_step: int) -> str:
     """The NPU tab's measured tuning: the best combination an NPU build recorded, marked with where and when
     it was measured, or a line saying that nothing is measured yet."""
-    from ..measure.tuning_plan import image_environ, in_baseline, select_knobs
-
     planned = select_knobs(card, "npu", "full", environ=image_environ("aarch64"), machine="aarch64",
                            exists=lambda path: True, vllm_ascend="")
     if not (planned.run or planned.skipped):

@@ -9,6 +9,8 @@ from ..inputs.cards import known_models, load_card
 from ..engine.commands import runner_docker_md
 from .deploy_page import deploy_rst
 from .runner_page import families_md
+from ..measure.tuning_plan import runner_tuning_md
+from ..record.schema_doc import schema_markdown
 
 
 def write_if_changed(p: Path, text: str) -> Path:
@@ -26,13 +28,10 @@ def write_generated(srcdir: str | Path) -> list[Path]:
     its image and chips per device family), ``_generated/runner_tuning.md`` (the tuning servers of its
     build-time estimate) and
     ``_generated/results_schema.md`` from the results document's models."""
-    from ..record.schema_doc import schema_markdown
-
     gen = Path(srcdir) / "_generated"
     out = [write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
     out.append(write_if_changed(gen / "runner_docker.md", runner_docker_md()))
     out.append(write_if_changed(gen / "runner_families.md", families_md()))
-    from ..measure.tuning_plan import runner_tuning_md  # the tuning servers in the runner page's estimate
 
     out.append(write_if_changed(gen / "runner_tuning.md", runner_tuning_md()))
     out.append(write_if_changed(gen / "results_schema.md", schema_markdown()))

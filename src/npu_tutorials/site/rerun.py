@@ -6,8 +6,15 @@ site layer, the post-build checks) re-renders it instead (:mod:`npu_tutorials.si
 from __future__ import annotations
 
 from pathlib import Path
+import hashlib
+import importlib.metadata as md
+import os
 
 from ..inputs.cards import load_card
+from ..inputs.gallery_index import tutorials
+from ..inputs.weights import local_path_var, weights_identity
+from ..inputs import cards, digest
+from ..inputs.gallery_index import gallery_dir
 
 
 IGNORED_VARIABLES = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", "TUTORIAL_DOWNLOADS_DIR",
@@ -42,13 +49,6 @@ def inputs_digest(key: str, weights: str | None = None, package: Path = PACKAGE)
     the TUTORIAL_* settings that concern it, and the weights it would use matter as much;
     other models' cards and weights paths do not, and neither does the code that only draws the page.
     """
-    import hashlib
-    import importlib.metadata as md
-    import os
-
-    from ..inputs import cards, digest
-    from ..inputs.weights import local_path_var, weights_identity
-
     card = load_card(key)
     root = PACKAGE.parents[1]
     files = measuring_files(package)
@@ -77,8 +77,6 @@ def invalidate_changed_tutorials(gallery_dir: str | Path, digests: dict[str, str
 
     Each tutorial keeps its digest in ``<stem>.inputs`` beside its generated page.
     """
-    from ..inputs.gallery_index import tutorials
-
     d = Path(gallery_dir)
     d.mkdir(parents=True, exist_ok=True)
     changed = []
@@ -97,11 +95,7 @@ def will_execute(stem: str, key: str, gallery_out: str | Path) -> bool:
     """Whether this build executes ``stem`` again (asked before Sphinx starts): its script changed since its
     last successful run (sphinx-gallery's own MD5 test), its inputs changed (:func:`inputs_digest`), or
     ``FORCE`` is set."""
-    import os
-
-    from sphinx_gallery.utils import get_md5sum
-
-    from ..inputs.gallery_index import gallery_dir
+    from sphinx_gallery.utils import get_md5sum  # heavy
 
     if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0"):
         return True

@@ -19,6 +19,8 @@ from ..inputs.cards import Card, load_card
 from ..engine.platform import platform_for
 from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
+from ..engine.backend import describe_environment
+from ..record.results import recorded
 
 DEFAULT_COST_S = 600.0  # a tutorial without a recorded run counts as ten minutes
 
@@ -42,8 +44,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def recorded_cost(key: str) -> float:
     """Seconds a tutorial took in its newest recorded run (any machine), else the default."""
-    from ..record.results import recorded
-
     try:
         docs = recorded(key)
     except TutorialError:
@@ -124,8 +124,6 @@ def select(hw: Hardware, only: str = "", shard: str | None = None, costs: dict[s
 
 def build_hardware(backend: str, env=None) -> Hardware:
     """This build's hardware, from the environment report (no device is initialised here)."""
-    from ..engine.backend import describe_environment
-
     env = env if env is not None else describe_environment(backend)
     d = env.to_dict() if hasattr(env, "to_dict") else dict(env)
     devices = d.get("devices") or []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import tarfile
 from pathlib import Path
+import io
 
 from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
@@ -58,7 +59,6 @@ def pack(shard: str, gallery_out: Path, downloads: Path, results: Path, executed
         data = json.dumps(manifest, indent=1).encode()
         info = tarfile.TarInfo(MANIFEST)
         info.size = len(data)
-        import io
 
         tar.addfile(info, io.BytesIO(data))
         for path, name in files:

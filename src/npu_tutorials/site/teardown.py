@@ -4,6 +4,12 @@ it, and an example that fails part-way leaves nothing a later build would take a
 from __future__ import annotations
 
 from pathlib import Path
+import os
+import sys
+
+from ..engine.server import stop_all
+from ..inputs.gallery_index import tutorials
+from .failures import install
 
 
 def reset_example(gallery_conf, fname, when) -> None:
@@ -14,11 +20,6 @@ def reset_example(gallery_conf, fname, when) -> None:
     fails or is interrupted part-way leaves nothing a later build would take as
     current; sphinx-gallery writes the ``.md5`` again only when the run succeeds.
     """
-    import sys
-
-    from ..engine.server import stop_all
-    from .failures import install
-
     install()  # in this process (a parallel build's worker too): a failure ends on its own cause
     if "npu_tutorials.tutorial.facade" in sys.modules:  # a run that stopped part-way: record it as failed
         sys.modules["npu_tutorials.tutorial.facade"].abandon_active("the tutorial raised before finish()")
@@ -33,10 +34,6 @@ def reset_example(gallery_conf, fname, when) -> None:
 def forget_example(gallery_dir: str | Path, fname: str) -> list[Path]:
     """Remove what says ``fname`` ran: its MD5 beside the generated page, its results JSON and
     the files its page offers for download.  Returns what it removed."""
-    import os
-
-    from ..inputs.gallery_index import tutorials
-
     gallery_dir = Path(gallery_dir)
     stem = Path(fname).stem
     paths = [gallery_dir / f"{fname}.md5"]

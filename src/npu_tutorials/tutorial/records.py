@@ -7,6 +7,8 @@ import typing
 
 from ..record.schema import RecordedSection, ResultsDoc
 from .state import TutorialState
+from ..checks.gate import CONFIRM, measured_noise
+from ..record.results import recorded, section_from_records
 
 
 class RecordSteps:
@@ -18,8 +20,6 @@ class RecordSteps:
     def recorded(self) -> list[ResultsDoc]:
         """Documents of this model recorded by earlier builds on other hardware (``results/``); a file that
         cannot be read is named on the terminal and in ``recorded_errors`` (the gate fails on it)."""
-        from ..record.results import recorded
-
         errors = self.s.recorded_errors
         errors.clear()
         docs = recorded(self.s.card.key, errors=errors)
@@ -32,8 +32,6 @@ class RecordSteps:
         for a profile that leaves it to the full one: the value and its provenance go into this document
         (``results.from_records``), or, with no fitting record, ``results.not_measured`` says so.  Returns the
         value or None."""
-        from ..record.results import recorded, section_from_records
-
         s = self.s
         if section not in typing.get_args(RecordedSection):
             raise ValueError(f"no section {section!r} can be shown from a record ({typing.get_args(RecordedSection)})")
@@ -52,6 +50,4 @@ class RecordSteps:
         """The between-run noise recorded for this build's machine kind, model, profile and dtype
         (:func:`~npu_tutorials.checks.gate.measured_noise`), or None; a record the gate refuses joins
         ``recorded_errors``."""
-        from ..checks.gate import CONFIRM, measured_noise
-
         return measured_noise(self.s.doc, errors=self.s.recorded_errors, confirm=CONFIRM)

@@ -12,13 +12,12 @@ from pathlib import Path
 from ..inputs.cards import load_card
 from ..record.headline import gated_steps
 from ..record.schema import ResultsDoc
+from .facade import Tutorial
 
 
 def measure_gated(key: str) -> ResultsDoc:
     """One independent run of card ``key``'s gated steps; its results document.  Everything it started
     is stopped, after success or error; the build's own results are untouched."""
-    from .facade import Tutorial
-
     steps = gated_steps(load_card(key))
     before = os.environ.get("TUTORIAL_RESULTS_DIR")
     with tempfile.TemporaryDirectory(prefix="remeasure-") as work:

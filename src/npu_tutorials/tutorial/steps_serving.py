@@ -10,6 +10,7 @@ import contextlib
 import os
 import sys
 import time
+import statistics
 
 from ..measure import accuracy, reference
 from ..engine import bench
@@ -24,6 +25,8 @@ from ..engine.processes import tail
 from ..engine.server import VLLMServer
 from .state import TutorialState
 from .steps_weights import WeightsSteps
+from ..record.schema import Stat
+
 
 class ServingSteps:
     """The offline example, the server (started, restarted in another dtype, or in another configuration),
@@ -36,8 +39,6 @@ class ServingSteps:
     def offline_example_code(self, model: str | None = None) -> str:
         """The report's vllm.LLM example for this build's weights and engine settings (a runnable script:
         the copy-paste one of :func:`npu_tutorials.engine.deploy.offline_code`, with this build's dtype and mode)."""
-        from ..engine.deploy import offline_code
-
         s = self.s
         path = self.weights.serving_path()
         return offline_code(s.card, s.backend, model or str(path), dtype=s.dtype, eager=s.eager)
@@ -108,10 +109,6 @@ class ServingSteps:
     def benchmark(self) -> Benchmark:
         """vLLM's own serving benchmark on the card's conditions for this profile, ``repeats`` runs
         (each with prompts of its own): every figure is the median over the runs."""
-        import statistics
-
-        from ..record.schema import Stat
-
         srv = self.s.servers.ensure("performance")
         p = self.s.profile
         runs = []

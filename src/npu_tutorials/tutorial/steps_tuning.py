@@ -33,6 +33,7 @@ from .state import TutorialState
 from .steps_performance import PerformanceSteps
 from .steps_serving import ServingSteps
 
+
 class Swept(NamedTuple):
     """The concurrency sweep's points and the server that measured them (graph mode stands on them where that
     server ran graph mode)."""

@@ -11,6 +11,8 @@ from ..inputs.weights import Weights, resolve_weights
 from ..record.results import scrub
 from ..record.schema import ServingCheckpoint, WeightsInfo
 from .state import TutorialState
+from ..core.memory import trim_memory
+from ..inputs.convert import ensure_converted
 
 CONFIG_SHOWN = ("architectures", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                 "intermediate_size", "vocab_size", "max_position_embeddings", "tie_word_embeddings", "rope_theta",
@@ -40,9 +42,6 @@ class WeightsSteps:
         w = s.need_weights()
         arch = s.card.architecture
         if arch in CONVERTED_ARCHS:
-            from ..core.memory import trim_memory
-            from ..inputs.convert import ensure_converted
-
             with s.step(f"convert {arch} to {CONVERTED_ARCHS[arch]}"):
                 s.serve_path = ensure_converted(w.path)
                 trim_memory()

@@ -7,6 +7,8 @@ from ..core.errors import TutorialError
 from ..core.messages import _, sentences
 from ..core.tables import Pre, Table
 from .base import BaseViews, memory_note, shown
+from ..inputs.knobs import pinned_label
+from ..measure.tuning_plan import config_label, graph_row, in_baseline, verdict
 
 GB = 1e9
 
@@ -106,8 +108,6 @@ class TuningViews(BaseViews):
 
     def tuning_table(self) -> Table:
         """Each tuning configuration measured on the same conditions: TPOT, throughput, roofline fraction."""
-        from ..measure.tuning_plan import config_label, graph_row, in_baseline, verdict
-
         if absent := self.absent("tuning"):
             return absent
         t = self.need("tuning")
@@ -164,9 +164,6 @@ class TuningViews(BaseViews):
     def tuning_knobs_table(self) -> Table:
         """The card's knobs for this document's backend: what each sets, where it comes from, why it should
         help, and whether this build measured it."""
-        from ..inputs.knobs import pinned_label
-        from ..measure.tuning_plan import in_baseline
-
         absent = self.absent("tuning")
         t = None if absent else self.need("tuning")
         knobs = [k for k in (self.card.tuning.knobs if self.card.tuning else []) if self.backend in k.backends]

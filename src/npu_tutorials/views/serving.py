@@ -9,13 +9,13 @@ from ..core.messages import _, sentences
 from ..core.tables import Pre, Table, fmt
 from ..inputs.weights import kind_label, shown_label
 from .base import BaseViews, memory_rows, shown
+from ..inputs.layouts import num_parameters
+from ..measure.metrics import SPLIT_KINDS
 
 
 
 def parting(g) -> str:
     """Where a greedy pair of texts parts, and how that split is judged (near-tie or decisive), in words."""
-    from ..measure.metrics import SPLIT_KINDS
-
     if g.first_divergence is None:
         return _("nowhere: the same tokens")
     e = g.error_at_divergence
@@ -82,8 +82,6 @@ class BuildViews(BaseViews):
 
     def properties(self) -> Table:
         """The model's property table, from the card and its config (inferred fields marked)."""
-        from ..inputs.layouts import num_parameters
-
         cfg = self.card.config
         inferred = set(self.card.stand_in.inferred_fields)
 
