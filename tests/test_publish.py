@@ -71,6 +71,7 @@ def test_unidentified_or_failed_runs_are_not_publishable(tmp_path):
 
 
 def test_a_checksum_the_card_lists_is_publishable(tmp_path, monkeypatch):
+    from npu_tutorials.checks import publish
     from npu_tutorials.inputs import cards
 
     local = _real_npu("qwen2.5-0.5b")
@@ -82,7 +83,7 @@ def test_a_checksum_the_card_lists_is_publishable(tmp_path, monkeypatch):
         c = real_load(key)
         return c.model_copy(update={"hub": c.hub.model_copy(update={"sha256": ["cd" * 32]})})
 
-    monkeypatch.setattr(cards, "load_card", listing)
+    monkeypatch.setattr(publish, "load_card", listing)  # where the check reads the card
     write_doc(local, tmp_path / "results" / "qwen2.5-0.5b.json")
     assert publish_problems(tmp_path, "npu", only="qwen2_5") == []
 

@@ -58,6 +58,8 @@ FAMILIES = {
 
 def family_tensors(names, family: str) -> list[str]:
     """The tensors of ``family`` (a key of :data:`FAMILIES`) among ``names``, sorted."""
+    import re
+
     if family not in FAMILIES:
         raise TutorialError(f"unknown tensor family {family!r}; known: {', '.join(FAMILIES)}")
     return sorted(n for n in names if re.search(FAMILIES[family], n))
@@ -76,9 +78,9 @@ def perturb_checkpoint(src: str | Path, dst: str | Path, *, rel: float, tensor: 
     after the cast back to the tensor's dtype, pooled over the perturbed tensors (bf16 rounds small
     perturbations partly away); ``tensor``, ``rms`` and ``shape`` describe the first one.
     """
-    import torch  # heavy
-    from safetensors import safe_open  # heavy
-    from safetensors.torch import load_file, save_file  # heavy
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
 
     src, dst = Path(src), Path(dst)
     if rel < 0 or not math.isfinite(rel):

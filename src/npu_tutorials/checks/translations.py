@@ -22,7 +22,7 @@ SWITCH = re.compile(r'<a class="tut-lang-switch[^"]*" href="([^"]+)"')
 
 def catalog_problems(pot_dir: str | Path, locale_dir: str | Path, lang: str = "zh_CN") -> list[str]:
     """One line per catalog that misses messages or holds fuzzy ones, with counts and the first few."""
-    from babel.messages.pofile import read_po  # heavy
+    from babel.messages.pofile import read_po
 
     pot_dir, po_dir = Path(pot_dir), Path(locale_dir) / lang / "LC_MESSAGES"
     problems = []

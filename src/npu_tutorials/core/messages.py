@@ -55,7 +55,7 @@ def catalog_path(lang: str) -> Path:
 def read_catalog(folder: Path) -> tuple[dict[str, str], list[str]]:
     """msgid -> translation of every ``.po`` file in ``folder`` (untranslated and fuzzy entries left out), and
     one line per message two files translate differently."""
-    from babel.messages.pofile import read_po  # heavy
+    from babel.messages.pofile import read_po
 
     out: dict[str, str] = {}
     where: dict[str, str] = {}

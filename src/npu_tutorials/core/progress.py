@@ -98,7 +98,7 @@ class Progress:
         """A tqdm bar on a TTY; elsewhere (CI logs) plain "k/n" lines, at most one every 30 s."""
         if is_tty(self.out):
             try:
-                from tqdm import tqdm  # heavy
+                from tqdm import tqdm
 
                 return tqdm(total=total, desc=f"[{self.label}] {desc}", file=self.out, leave=False,
                             mininterval=0.5, dynamic_ncols=True)

@@ -68,7 +68,7 @@ def probe(device: str = "cpu", gib: float = 1.0, repeats: int = 5) -> float:
     """Read bandwidth (bytes/s) of ``device`` ("cpu", "cuda:0", "npu:0"): the best of ``repeats``
     ``sum``s over a ``gib`` GiB fp32 tensor there.  On an accelerator this initialises it: run it
     through :func:`measure` (a child process), not in the build process."""
-    import torch  # heavy
+    import torch
 
     kind = device.split(":")[0]
     for module in platform_for(kind).preload:  # torch_npu registers the npu device and torch.npu

@@ -91,8 +91,8 @@ def random_prompt_ids(tokenizer: str, *, num_prompts: int, input_len: int, outpu
     """The token ids of the prompts ``vllm bench serve --dataset-name random --seed seed`` sends
     (vLLM's own RandomDataset with the same tokenizer; imports vLLM, so call it in a process that
     may).  Give them to :func:`efficiency.hf_generate_throughput` for a like-for-like baseline."""
-    from vllm.benchmarks.datasets.datasets import RandomDataset  # heavy
-    from vllm.tokenizers import get_tokenizer  # heavy
+    from vllm.benchmarks.datasets.datasets import RandomDataset
+    from vllm.tokenizers import get_tokenizer
 
     tok = get_tokenizer(tokenizer)
     reqs = RandomDataset(random_seed=seed, dataset_path=None).sample(

@@ -283,7 +283,7 @@ def read_nvidia_smi(timeout: float = 60.0) -> list[NvidiaSmiGpu] | None:
 def npu_probe() -> dict:
     """Visible NPUs as torch_npu reports them.  Initialises the device: call it through
     ``isolated.call("npu_tutorials.engine.devices:npu_probe")``, never in the build process."""
-    import torch_npu  # noqa: F401  heavy (torch_npu.npu.* below)
+    import torch_npu  # noqa: F401  (torch_npu.npu.* below)
 
     npu = torch_npu.npu
     count = int(npu.device_count())
@@ -297,7 +297,7 @@ def npu_probe() -> dict:
 
 def cuda_probe() -> dict:
     """Visible CUDA devices as torch reports them (child process only, like :func:`npu_probe`)."""
-    import torch  # heavy
+    import torch
 
     count = int(torch.cuda.device_count())
     devices = []

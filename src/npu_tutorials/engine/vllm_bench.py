@@ -18,8 +18,8 @@ DONE = "@@bench-done@@"
 
 
 def _parser():
-    from vllm.benchmarks.serve import add_cli_args  # heavy
-    from vllm.utils.argparse_utils import FlexibleArgumentParser  # heavy
+    from vllm.benchmarks.serve import add_cli_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = FlexibleArgumentParser(description="vLLM serving benchmark (vllm bench serve)")
     add_cli_args(parser)
@@ -27,13 +27,13 @@ def _parser():
 
 
 def main() -> None:
-    from vllm.benchmarks.serve import main as bench_main  # heavy
+    from vllm.benchmarks.serve import main as bench_main
 
     bench_main(_parser().parse_args())
 
 
 def worker() -> None:
-    from vllm.benchmarks.serve import main as bench_main  # heavy
+    from vllm.benchmarks.serve import main as bench_main
 
     parser = _parser()
     for line in sys.stdin:

@@ -155,7 +155,7 @@ def _rename(name: str) -> list[str]:
 def to_qwen_layout(tensors: dict) -> dict:
     """The exact inverse of :func:`convert_weights`' mapping: Qwen2-layout tensors under QWen's names
     (q, k and v concatenated into ``c_attn``), so that converting them back gives the same tensors."""
-    import torch  # heavy
+    import torch
 
     top = {new[0]: old for old, new in _TOP.items()}
     layer = {n: (old, k) for old, new in _LAYER.items() for k, n in enumerate(new)}
@@ -178,7 +178,7 @@ def to_qwen_layout(tensors: dict) -> dict:
 
 
 def convert_weights(src: Path, cfg: dict[str, Any]) -> dict:
-    from safetensors import safe_open  # heavy
+    from safetensors import safe_open
 
     expected = {name: shape for name, shape, _ in qwen_parameters(cfg)}
     seen: dict[str, Any] = {}
@@ -215,7 +215,7 @@ def write_tokenizer(dst: Path, src: Path) -> None:
 
 def convert_checkpoint(src: Path, dst: Path) -> Path:
     """Convert ``src`` (QWen layout) into a new folder ``dst`` (Qwen2 layout)."""
-    from safetensors.torch import save_file  # heavy
+    from safetensors.torch import save_file
 
     src, dst = Path(src), Path(dst)
     cfg = check_qwen_checkpoint(src)

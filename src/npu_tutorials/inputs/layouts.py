@@ -61,7 +61,7 @@ class Qwen3Layout(Qwen2Layout):
         return qwen3_parameters(config)
 
     def weights(self, config, seed, progress=None):
-        import torch  # heavy
+        import torch
 
         tensors, plan = qwen2_weights(config, seed, progress)  # drawn as for Qwen2: the same stream
         expected = {name for name, _, _ in qwen3_parameters(config)}

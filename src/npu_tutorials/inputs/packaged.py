@@ -103,9 +103,9 @@ def marker(path: Path) -> dict | None:
 
 def dequantize(gguf: Path, out: Path) -> None:
     """An fp32 Hugging Face checkpoint (weights, config, tokenizer, chat template) from ``gguf``."""
-    import torch  # heavy
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy
-    from transformers.utils import logging as hf_logging  # heavy
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     try:

@@ -124,7 +124,7 @@ def qwen2_weights(cfg: dict[str, Any], seed: int, progress=None) -> tuple[dict, 
     """Every tensor of a ``Qwen2ForCausalLM`` with config ``cfg`` (bf16, Hugging Face names) and a
     description of what was planted (for ``STANDIN.json``).  ``progress``: a
     :class:`~npu_tutorials.core.progress.Progress` whose bar counts the layers."""
-    import torch  # heavy
+    import torch
 
     vocab, h, layers = cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"]
     inter, heads = cfg["intermediate_size"], cfg["num_attention_heads"]

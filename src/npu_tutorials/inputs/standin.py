@@ -113,7 +113,7 @@ def ensure_standin(card: Card, *, config: dict[str, Any] | None = None, seed: in
         meta = json.loads((final / MARKER).read_text())
         return StandInInfo(final, meta["seed"], meta["weights_sha256"], meta["num_parameters"])
 
-    from safetensors.torch import save_file  # heavy
+    from safetensors.torch import save_file
 
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))

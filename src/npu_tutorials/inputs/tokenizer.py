@@ -26,7 +26,7 @@ NUM_BPE_RANKS = 151_643
 def tiktoken_file() -> Path:
     """Path of ``qwen.tiktoken`` inside the installed ``dashscope`` package."""
     try:
-        import dashscope  # heavy
+        import dashscope
     except ImportError:
         raise TutorialError("the Qwen BPE ranks come from the 'dashscope' package: pip install dashscope") from None
     path = Path(dashscope.__file__).parent / "resources" / "qwen.tiktoken"
@@ -96,8 +96,8 @@ def build_tokenizer_json(special_tokens: dict[int, tuple[str, bool]], ranks_path
 
     ``special_tokens`` maps id -> (content, special).
     """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers  # heavy
-    from tokenizers.models import BPE  # heavy
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import BPE
 
     vocab, merges = _bpe(ranks_path)
     tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))

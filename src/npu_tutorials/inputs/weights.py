@@ -27,7 +27,6 @@ from ..core.memory import trim_memory
 from ..core.messages import language
 from ..core.progress import terminal
 from .cache import cache_root
-from .packaged import missing_reason
 from .standin import ensure_standin, file_sha256, standin_name
 
 MODES = ("auto", "real", "stand-in")
@@ -110,13 +109,13 @@ Fetch = Callable[[HubRef, bool], str]
 
 
 def _modelscope_fetch(ref: HubRef, local_only: bool) -> str:
-    from modelscope import snapshot_download  # heavy
+    from modelscope import snapshot_download
 
     return snapshot_download(ref.id, revision=ref.revision, local_files_only=local_only)
 
 
 def _huggingface_fetch(ref: HubRef, local_only: bool) -> str:
-    from huggingface_hub import snapshot_download  # heavy
+    from huggingface_hub import snapshot_download
 
     return snapshot_download(ref.id, revision=ref.revision, local_files_only=local_only, etag_timeout=10)
 
@@ -208,7 +207,7 @@ def resolve_weights(card: Card, mode: str | None = None, *, sources: list[tuple[
     if mode == "real":
         problems = []
         if card.packaged is not None:
-            problems.append(missing_reason(card.packaged))
+            problems.append(packaged.missing_reason(card.packaged))
         for name, fetch in sources:
             ref = getattr(card.hub, name)
             if ref is None:

@@ -93,7 +93,7 @@ def mean_decode_context(input_len: int, output_len: int) -> float:
 
 
 def _sync(device: str) -> None:
-    import torch  # heavy
+    import torch
 
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -135,8 +135,8 @@ def hf_generate_throughput_points(path: str | Path, points: list[dict], device: 
     """:func:`hf_generate_throughput` for several conditions with one model load: ``points`` holds
     each call's ``batch``, ``input_len``, ``output_len``, ``prompt_ids``, ``bench_seed``,
     ``bench_num_prompts``; one result per point, in order."""
-    import torch  # heavy
-    from transformers import AutoModelForCausalLM  # heavy
+    import torch
+    from transformers import AutoModelForCausalLM
 
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -144,7 +144,7 @@ def hf_generate_throughput_points(path: str | Path, points: list[dict], device: 
         torch.set_num_threads(int(threads))
     prompts = [_baseline_rows(path, seed=seed, **pt) for pt in points]  # all checked before the load
     if device.startswith("npu"):
-        import torch_npu  # noqa: F401  heavy
+        import torch_npu  # noqa: F401
 
     quiet_transformers()
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype)).to(device).eval()
@@ -159,7 +159,7 @@ def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len
                    prompt_ids: list[list[int]] | None = None, bench_seed: int | None = None,
                    bench_num_prompts: int | None = None, seed: int = 0) -> tuple[list[list[int]], str]:
     """The prompt rows of one baseline point and where they came from (see :func:`hf_generate_throughput`)."""
-    import torch  # heavy
+    import torch
 
     if output_len is None or output_len < 1:
         raise ValueError("output_len (tokens generated per row) is required")
@@ -186,8 +186,8 @@ def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len
 def _measure_generate(model, rows: list[list[int]], source: str, output_len: int, device: str, dtype: str,
                       repeats: int) -> dict:
     """Time ``generate`` on ``rows`` (left-padded), ``repeats`` times after one warm-up of the same shapes."""
-    import torch  # heavy
-    import transformers  # heavy
+    import torch
+    import transformers
 
     batch = len(rows)
     width = max(len(r) for r in rows)

@@ -38,8 +38,8 @@ def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict
     """Per text: ``{"text", "positions", "ppl_rel_diff_pct", "mean_cosine", "mean_kl_nats", "max_nmse_pct",
     "flips"}`` of
     transformers bf16 against transformers fp32 on the checkpoint at ``path``, every position."""
-    import torch  # heavy
-    from transformers import AutoModelForCausalLM  # heavy
+    import torch
+    from transformers import AutoModelForCausalLM
 
     reference.quiet_transformers()
     fp32 = reference.load_model(str(path))

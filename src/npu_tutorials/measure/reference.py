@@ -17,7 +17,7 @@ from ..core.memory import trim_memory
 
 def quiet_transformers() -> None:
     """No per-tensor progress bars or advice in the pages' output."""
-    from transformers.utils import logging as hf_logging  # heavy
+    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
@@ -26,7 +26,7 @@ def quiet_transformers() -> None:
 @lru_cache(maxsize=1)
 def load_tokenizer(path: str):
     """The checkpoint's tokenizer (seconds; the model itself is :func:`load_model`)."""
-    from transformers import AutoTokenizer  # heavy
+    from transformers import AutoTokenizer
 
     quiet_transformers()
     return AutoTokenizer.from_pretrained(path)
@@ -44,8 +44,8 @@ def load_model(path: str):
 
 
 def _load_model(path: str):
-    import torch  # heavy
-    from transformers import AutoModelForCausalLM  # heavy
+    import torch
+    from transformers import AutoModelForCausalLM
 
     if path not in _MODEL:
         if _MODEL:
@@ -96,7 +96,7 @@ def tokenize(path: str | Path, text: str) -> list[int]:
 
 def last_logits(path: str | Path, ids: list[int]) -> np.ndarray:
     """fp32 logits over the whole vocabulary at the last position of ``ids``."""
-    import torch  # heavy
+    import torch
 
     model = load_model(str(path))
     with torch.inference_mode():
@@ -106,7 +106,7 @@ def last_logits(path: str | Path, ids: list[int]) -> np.ndarray:
 
 def all_logits(path: str | Path, ids: list[int]) -> np.ndarray:
     """fp32 logits at every position of ``ids``, shape (len(ids), vocab)."""
-    import torch  # heavy
+    import torch
 
     model = load_model(str(path))
     with torch.inference_mode():
@@ -116,7 +116,7 @@ def all_logits(path: str | Path, ids: list[int]) -> np.ndarray:
 def argmax_continuation(model, prefix: list[int], n: int, stops: set[int]) -> list[int]:
     """Up to ``n`` tokens, each the argmax of the logits (no token is suppressed: the engine's
     ``ignore_eos`` samples an end-of-text token too), with the key-value cache; cut after a stop."""
-    import torch  # heavy
+    import torch
 
     out, past, x = [], None, list(prefix)
     for _ in range(n):
@@ -132,7 +132,7 @@ def argmax_continuation(model, prefix: list[int], n: int, stops: set[int]) -> li
 
 def greedy(path: str | Path, ids: list[int], n: int, stop_ids: list[int] | None = None) -> list[int]:
     """Up to ``n`` greedy tokens from the reference; stops after a token in ``stop_ids`` (kept)."""
-    import torch  # heavy
+    import torch
 
     model = load_model(str(path))
     with torch.inference_mode():
@@ -154,7 +154,7 @@ def greedy_along(path: str | Path, prompts: list[list[int]], alongs: list[list[i
     ``rows[j]`` holds the logits that chose token ``j``, for every position up to and including
     the first disagreement, where both sides were fed the same prefix.
     """
-    import torch  # heavy
+    import torch
 
     model = load_model(str(path))
     alongs = [list(a[:n]) for a in alongs]

@@ -99,7 +99,7 @@ def _offline_errors() -> tuple[type[BaseException], ...]:
 
 
 def _load_hub_gsm8k(n: int) -> list[GSMProblem]:
-    from datasets import load_dataset  # type: ignore  heavy (optional)
+    from datasets import load_dataset  # type: ignore
 
     ds = load_dataset("openai/gsm8k", "main", split="test")
     return [GSMProblem(r["question"], r["answer"].split("####")[-1].strip().replace(",", ""))
@@ -126,7 +126,7 @@ def gsm_set(n: int, seed: int, *, fallback: str | None = "") -> GSMSet:
                             "scores GSM8K itself, not a generated stand-in set: make the openai/gsm8k dataset "
                             "reachable (or cached under HF_DATASETS_CACHE) and build again")
     try:
-        import reasoning_gym  # heavy
+        import reasoning_gym
     except ImportError:
         raise TutorialError(f"no GSM8K ({reason}) and no offline set: pip install reasoning-gym") from None
     ds = reasoning_gym.create_dataset("gsm_symbolic", size=n, seed=seed)

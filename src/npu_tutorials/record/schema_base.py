@@ -23,7 +23,7 @@ class Stat(StrictModel):
 
     @classmethod
     def of(cls, values) -> "Stat":
-        import numpy as np  # heavy
+        import numpy as np
 
         a = np.asarray([float(v) for v in values], dtype=float)
         if a.size == 0:

@@ -26,8 +26,8 @@ from ..core.errors import FAILED_MARK, TutorialError, one_line
 
 def handle_exception(original, exc_info, src_file, script_vars, gallery_conf) -> str:
     """``gen_rst.handle_exception`` with the failure's cause recorded, and a ``TutorialError`` as its message."""
-    from sphinx.util import logging as sphinx_logging  # heavy
-    from sphinx_gallery.gen_rst import codestr2rst  # heavy
+    from sphinx.util import logging as sphinx_logging
+    from sphinx_gallery.gen_rst import codestr2rst
 
     etype, exc, _tb = exc_info
     why = one_line(exc) if exc is not None else "the tutorial failed"
@@ -51,7 +51,7 @@ def handle_exception(original, exc_info, src_file, script_vars, gallery_conf) ->
 def install() -> None:
     """Wrap sphinx-gallery's ``handle_exception`` in this process (idempotent: a worker process of a parallel
     build installs it too, from the reset hook that runs before each example)."""
-    from sphinx_gallery import gen_rst  # heavy
+    from sphinx_gallery import gen_rst
 
     current = gen_rst.handle_exception
     if getattr(current, "_tut_wrapped", False):

@@ -61,7 +61,7 @@ def _documents(model: str, record: str = "") -> tuple[Any, Any, list]:
 
 def figure_html(fig, images: Path, prefix: str, name: str) -> str:
     """``fig`` saved as a PNG in ``images`` (named by its bytes), as the ``<img>`` a page at ``prefix`` shows."""
-    import matplotlib.pyplot as plt  # heavy
+    import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
     try:
@@ -115,7 +115,7 @@ def render_text(text: str, lang: str, images: Path, prefix: str, on_error=None) 
 
 def render_views(app, docname: str, source: list[str]) -> None:
     """Sphinx ``source-read``: draw the view references of a tutorial page in the pass's language."""
-    from sphinx.util import logging  # heavy
+    from sphinx.util import logging
 
     if f'class="{MARK}"' not in source[0] or extracting(app):
         return

@@ -95,7 +95,7 @@ def will_execute(stem: str, key: str, gallery_out: str | Path) -> bool:
     """Whether this build executes ``stem`` again (asked before Sphinx starts): its script changed since its
     last successful run (sphinx-gallery's own MD5 test), its inputs changed (:func:`inputs_digest`), or
     ``FORCE`` is set."""
-    from sphinx_gallery.utils import get_md5sum  # heavy
+    from sphinx_gallery.utils import get_md5sum
 
     if os.environ.get("TUTORIAL_FORCE", "") not in ("", "0"):
         return True

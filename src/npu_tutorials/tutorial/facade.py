@@ -101,7 +101,7 @@ def new_state(key: str) -> TutorialState:
     plan = plat.plan(card, profile_name, env.device_name, env.soc_version)
     jobs = max(1, int(os.environ.get("TUTORIAL_JOBS_RUNNING", "1")))
     threads = max(1, host_threads() // jobs)  # concurrent tutorials share the host's cores
-    import torch  # heavy; the fp32 reference and CPU baselines use their share of the cores
+    import torch  # the fp32 reference and CPU baselines use their share of the cores
 
     torch.set_num_threads(threads)
     machine = machine_of(env, threads)

@@ -21,14 +21,14 @@ _font: dict[str, list[str]] = {}  # "family": the font family list, once the fon
 
 
 def _plt():
-    import matplotlib  # heavy
+    import matplotlib
 
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
         try:
             matplotlib.use("Agg")
         except Exception:
             pass
-    import matplotlib.pyplot as plt  # heavy
+    import matplotlib.pyplot as plt
 
     return plt
 
@@ -37,7 +37,7 @@ def font_family() -> list[str]:
     """The figures' font families: DejaVu Sans, then Noto Sans CJK SC for the glyphs DejaVu lacks (per glyph,
     matplotlib >= 3.6).  The CJK font is registered once; without it, figures draw anyway (one warning)."""
     if "family" not in _font:
-        from matplotlib import font_manager  # heavy
+        from matplotlib import font_manager
 
         family = ["DejaVu Sans"]
         try:
@@ -61,7 +61,7 @@ def with_fonts(fn):
     @functools.wraps(fn)
     def draw(*args, **kwargs):
         plt = _plt()
-        from matplotlib.text import Text as MplText  # heavy
+        from matplotlib.text import Text as MplText
 
         family = font_family()
         with plt.rc_context({"font.family": family}), warnings.catch_warnings():

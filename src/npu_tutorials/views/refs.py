@@ -60,7 +60,7 @@ def resolve(views, name: str):
 def close_figure(value: Any) -> None:
     """A figure drawn only to check that its view draws: closed, so that no scraper takes it."""
     if hasattr(value, "savefig"):
-        import matplotlib.pyplot as plt  # heavy
+        import matplotlib.pyplot as plt
 
         plt.close(value)
 
