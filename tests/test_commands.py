@@ -328,3 +328,23 @@ def test_every_tab_is_secure_by_default(key):
             argv = shlex.split(r.text.replace("\\\n", " ").split("\n")[-1]) if r.key != "replicas" else None
             assert '--api-key "$VLLM_API_KEY"' in r.text and "--host 127.0.0.1" in r.text, r.key  # --net=host
             assert argv is None or argv[argv.index("--host") + 1] == "127.0.0.1"
+
+
+@pytest.mark.parametrize("key", known_models())
+def test_the_w8a8_serve_command_parses_and_keeps_the_contract(serve_parser, key):
+    """Issue 39: where a card names a published W8A8 checkpoint (here a copy naming a fake one), the NPU tab's
+    quantized serve command parses with vLLM's parser and asks for vllm-ascend's own quantization."""
+    from npu_tutorials.inputs.cards import Hub, HubRef
+    from npu_tutorials.site.deploy_page import w8a8_argv
+
+    card = load_card(key)
+    assert w8a8_argv(card) is None  # no card names one today
+    fake = Hub(modelscope=HubRef(id="Fake-Org/Model-W8A8"))
+    card = card.model_copy(update={"deploy": card.deploy.model_copy(update={"w8a8": fake})})
+    if C.needs_conversion(card, "npu"):
+        return  # served converted, which a quantized checkpoint cannot be (tests/test_npu_tab.py)
+    argv = w8a8_argv(card)
+    args = serve_parser.parse_args(_as_server_args(argv))
+    assert args.quantization == knobs.VLLM_ASCEND_QUANTIZATION == "ascend"
+    assert args.model.startswith(f"./{card.name}-W8A8") and args.api_key == [C.API_KEY_REF]
+    assert knobs.ascend_contract_problems(argv, platform_for("npu").serve_env(card)) == []

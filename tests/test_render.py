@@ -154,3 +154,16 @@ def test_a_cards_cited_figures_redraw_without_a_rerun(tmp_path):
     assert a.read_text() != b.read_text() and digest.measured_card(a) == digest.measured_card(b)
     b.write_text(card.replace("summary: >-", "summary: >-\n  More.", 1).replace("max_tokens: ", "max_tokens: 1", 1))
     assert digest.measured_card(a) != digest.measured_card(b)
+
+
+def test_a_cards_faq_and_w8a8_checkpoint_redraw_without_a_rerun(tmp_path):
+    """The copy-paste tab's FAQ and W8A8 checkpoint are drawn only: editing them re-runs nothing and keeps a
+    recorded page's card digest; the deploy section's other keys (its notes, its card count) still count."""
+    card = (ROOT / "src" / "npu_tutorials" / "cards" / "qwen3-0.6b.yaml").read_text()
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(card)
+    assert "\n  faq:\n" in card
+    b.write_text(card.replace("\n  faq:\n", "\n  w8a8: {id: some/Qwen3-0.6B-W8A8, revision: abc}\n  faq:\n    - {q: \"Q\", a: \"A.\"}\n", 1))
+    assert digest.measured_card(a) == digest.measured_card(b)
+    b.write_text(card.replace("\n  faq:\n", "\n  cards: 4\n  faq:\n", 1))
+    assert digest.measured_card(a) != digest.measured_card(b)

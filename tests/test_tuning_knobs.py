@@ -1,7 +1,8 @@
 """Every NPU tuning knob of the cards, with its source, against what the pinned vLLM and vllm-ascend accept.
 
 The accepted names come from ``src/npu_tutorials/data/pinned/schema.json``, an extract of vLLM 0.23.0's
-and vllm-ascend v0.23.0's own source (``scripts/extract_pinned_schema.py``; no network at test time).
+and vllm-ascend v0.23.0's own source (``scripts/extract_pinned_schema.py``; no network at test time).  The
+other supported releases' extracts, and the check against the installed one: tests/test_pinned_versions.py.
 """
 
 import copy
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from npu_tutorials.engine import commands as C
-from npu_tutorials.inputs import knobs
+from npu_tutorials.inputs import knobs, releases
 from npu_tutorials.inputs.cards import CARDS_DIR, Knob, known_models, load_card, load_card_file
 from npu_tutorials.core.errors import TutorialError
 from conftest import require_vllm  # noqa: E402
@@ -121,7 +122,7 @@ KNOB = dict(name="k", backends=["npu"], source="vllm-ascend issue #1", why="w")
     (dict(flags=["--compilation-config", '{"cudagraph_mode": "FULL_DECODE"}']), "cudagraph_mode 'FULL_DECODE'"),
     (dict(flags=["--compilation-config", "FULL_DECODE_ONLY"]), "is not a JSON object"),
     (dict(flags=["--additional-config", '{"weight_prefetch": {"enabled": true}}']),
-     "key 'weight_prefetch' is not read by vllm-ascend v0.23.0"),
+     "key 'weight_prefetch' is not supported by vllm-ascend v0.23.0"),
     (dict(flags=["--additional-config", '{"weight_prefetch_config": {"enable": true}}']),
      "weight_prefetch_config key 'enable'"),
     (dict(flags=["--numa-bind"]), "--numa-bind: replaced by --additional-config"),
@@ -157,7 +158,7 @@ def test_a_knob_the_pinned_release_removed_stops_the_card(monkeypatch):
     s = copy.deepcopy(knobs.pinned_schema())
     s["vllm"]["engine_flags"].remove("--async-scheduling")
     s["vllm_ascend"]["additional_config_keys"].remove("weight_prefetch_config")
-    monkeypatch.setattr(knobs, "pinned_schema", lambda: s)
+    monkeypatch.setattr(releases, "pinned_schema", lambda: s)  # where schema_for reads it
     with pytest.raises(TutorialError, match="knob 'async scheduling': --async-scheduling is not a flag"):
         load_card("palmyra-mini")
     s["vllm"]["engine_flags"].append("--async-scheduling")
@@ -244,6 +245,8 @@ def test_the_extractor_reads_flags_keys_and_exported_settings_from_source():
               'def init(additional_config):\n    return additional_config.get("refresh", False)\n')
     assert ex.keys_read(ascend, "additional_config") == ["enable_x", "refresh", "y", "z"]
     assert ex.keys_read(ascend, "weight_prefetch_config", "WeightPrefetchConfig") == ["enabled"]
+    # a class a later tag removed (vllm-ascend #11949: WeightPrefetchConfig) is absent, not an error
+    assert ex.has_class(ascend, "WeightPrefetchConfig") and not ex.has_class(ascend, "SchedulerConfig")
     doc = '## 2. Scheduling\n\n```bash\n# not a heading\nexport TASK_QUEUE_ENABLE=2\nexport MODE="AIV"\n```\n'
     assert ex.exported(doc, "g.md") == {"TASK_QUEUE_ENABLE": [{"value": "2", "file": "g.md", "section": "2. Scheduling"}],
                                         "MODE": [{"value": "AIV", "file": "g.md", "section": "2. Scheduling"}]}

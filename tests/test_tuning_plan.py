@@ -495,3 +495,17 @@ def test_a_knob_whose_server_fails_is_not_measured_and_the_section_goes_on(npu_b
                                                 "was ready; last lines of its log:")
     assert plan.row_named(out.rows, "graph mode + full decode graph") is None
     assert out.best == "graph mode + 8192 batched tokens"  # the one other knob that helped: no combination
+
+
+def test_a_knob_the_installed_vllm_ascend_lacks_is_reported_by_name():
+    """The NPU build checks each knob against the schema of the vllm-ascend it runs (data/pinned/): a key the
+    release lacks is not measured, and the reason names the release and the key."""
+    card = load_card("palmyra-mini")
+    knob = next(k for k in card.tuning.knobs if any("weight_prefetch_config" in f for f in k.flags))
+    plain = knob.model_copy(update={"read_until": None, "removed_by": None})  # no hand-written removal
+    card = card.model_copy(update={"tuning": card.tuning.model_copy(update={"knobs": [plain]})})
+    sel = plan.select_knobs(card, "npu", "full", environ={}, exists=lambda p: True, vllm_ascend="0.25.1rc1")
+    why = str(sel.skipped[plain.name])
+    assert "not supported by vllm-ascend v0.25.1rc1" in why and "weight_prefetch_config" in why
+    sel = plan.select_knobs(card, "npu", "full", environ={}, exists=lambda p: True, vllm_ascend="0.23.0")
+    assert [k.name for k in sel.run] == [plain.name]

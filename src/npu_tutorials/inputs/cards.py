@@ -241,6 +241,11 @@ class Reported(FrozenModel):
     method_notes: dict[str, str] = {}
 
 
+class FAQEntry(FrozenModel):  # a question a deployer of this model meets, answered from the card's sources
+    q: str = Field(min_length=1)
+    a: str = Field(min_length=1)
+
+
 class Deploy(FrozenModel):
     """What a reader deploying the model needs beyond the commands (the page's "Deploy it yourself")."""
 
@@ -252,6 +257,8 @@ class Deploy(FrozenModel):
     notes: list[str] = []
     # Accelerator cards the multi-card recipes (one server per card, data parallelism) use.
     cards: int = Field(default=4, ge=2, le=16)
+    faq: list[FAQEntry] = []  # the model's FAQ, on the NPU tab
+    w8a8: Hub | None = None  # a published W8A8 checkpoint: the NPU tab serves it with --quantization ascend
 
     @field_validator("notes")
     @classmethod

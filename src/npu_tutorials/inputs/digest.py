@@ -15,14 +15,19 @@ from .cards import CARDS_DIR, load_card
 
 # The card's sections that only a page shows (the report's cited figures, the summary): a change re-renders
 # the page and leaves what was measured, and the documents recorded with this card, current
-DRAWN_CARD_SECTIONS = ("reported", "summary")
+# What only the page draws: a top-level section, or ``section.key`` (the copy-paste tab's FAQ and W8A8 checkpoint)
+DRAWN_CARD_SECTIONS = ("reported", "summary", "deploy.faq", "deploy.w8a8")
 
 
 def measured_card(path: Path) -> bytes:
     """A card file's sections that shape what its tutorial measures (all but :data:`DRAWN_CARD_SECTIONS`)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return json.dumps({k: v for k, v in data.items() if k not in DRAWN_CARD_SECTIONS}, sort_keys=True,
-                      default=str).encode()
+    out = {k: v for k, v in data.items() if k not in DRAWN_CARD_SECTIONS}
+    for drawn in DRAWN_CARD_SECTIONS:
+        section, _, key = drawn.partition(".")
+        if key and isinstance(out.get(section), dict) and key in out[section]:
+            out[section] = {k: v for k, v in out[section].items() if k != key}
+    return json.dumps(out, sort_keys=True, default=str).encode()
 
 
 def card_digest(key: str) -> str:

@@ -6,6 +6,13 @@ performance documents export), written by ``scripts/extract_pinned_schema.py`` w
 comes from.  :func:`knob_problems` checks an NPU knob against it when a card is loaded, so a knob the
 pinned release renamed or removed stops every build, on any machine, with one line.
 
+Every other supported vllm-ascend release has its own extract beside it (``data/pinned/vllm-ascend-<tag>.json``,
+the same script at that tag with the vLLM release it pairs with: v0.25.1rc1 with vLLM 0.25.1).
+:func:`schema_for` picks the extract of a vllm-ascend version (:func:`installed_vllm_ascend`, read from the
+package's metadata without importing it; a host without vllm-ascend gets the pinned one, which the copy-paste
+commands target); :func:`unsupported` names what a knob sets that such a version lacks, each "not supported
+by vllm-ascend <tag>", so an NPU build never passes it to its server silently.
+
 :func:`merge` turns several knobs into one server's flags and environment: the JSON objects of
 ``--compilation-config`` and ``--additional-config`` are merged key by key; two knobs that set the same
 flag, key or variable differently cannot be combined (a :class:`TutorialError` says which).
@@ -13,6 +20,7 @@ flag, key or variable differently cannot be combined (a :class:`TutorialError` s
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import json
 import re
 from functools import lru_cache
@@ -22,23 +30,15 @@ from typing import Iterable, Literal, Mapping, Sequence
 from pydantic import Field, model_validator
 
 from ..core.errors import TutorialError
+from ..core.messages import N_
 from ..core.model import FrozenModel
+from .releases import (PINNED_DIR, SCHEMA_PATH, installed_vllm_ascend, pinned_label, pinned_schema,  # noqa: F401
+                       release_tuple, schema_for, supported_releases, version_key)
 
 
-SCHEMA_PATH = Path(__file__).parents[1] / "data" / "pinned" / "schema.json"
 JSON_FLAGS = ("--compilation-config", "--additional-config")
 # How vllm-ascend's documents write the host's architecture and an existing preload list.
 _DOC_FORMS = (('"$(uname -i)"', "{machine}"), ("$(uname -i)", "{machine}"))
-
-
-@lru_cache(maxsize=1)
-def pinned_schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-
-
-def pinned_label() -> str:
-    s = pinned_schema()
-    return f"vLLM {s['vllm']['version']} / vllm-ascend {s['vllm_ascend']['tag']}"
 
 
 def parse_flags(flags: Sequence[str]) -> dict[str, str | None]:
@@ -80,22 +80,19 @@ def _doc_value(value: str) -> str:
     return ":".join(parts)
 
 
-def knob_problems(knob: "Knob") -> list[str]:
-    """What the pinned vLLM / vllm-ascend would not accept in ``knob`` (empty: nothing): an unknown engine
-    flag, an unknown ``--compilation-config`` key or ``cudagraph_mode``, an ``--additional-config`` key
-    vllm-ascend does not read (or a ``weight_prefetch_config`` key it does not), a flag vllm-ascend ignores,
-    an environment variable or value none of the cited performance documents sets."""
+# why an NPU build does not measure a knob (tuning_plan.select_knobs): the installed vllm-ascend lacks what it sets
+SKIP_UNSUPPORTED = N_("the installed vllm-ascend {version} lacks it: {what}")
 
-    s = pinned_schema()
+
+def _flag_problems(flags: Mapping[str, str | None], s: dict) -> list[str]:
+    """What the release of extract ``s`` lacks among parsed ``flags``: an engine flag of its vLLM, a key of
+    ``--compilation-config`` or ``--additional-config`` (or of ``weight_prefetch_config``), a ``cudagraph_mode``."""
     v, va = s["vllm"], s["vllm_ascend"]
-    try:
-        flags = parse_flags(knob.flags)
-    except TutorialError as exc:
-        return [str(exc)]
     problems = []
     for flag, value in flags.items():
         if flag not in v["engine_flags"]:
-            problems.append(f"{flag} is not a flag of vLLM {v['version']} ({v['files']['engine_flags']})")
+            problems.append(f"{flag} is not a flag of vLLM {v['version']} ({v['files']['engine_flags']}), "
+                            f"so not supported by vllm-ascend {va['tag']}")
         if flag not in JSON_FLAGS:
             continue
         try:
@@ -105,19 +102,47 @@ def knob_problems(knob: "Knob") -> list[str]:
             continue
         if flag == "--compilation-config":
             problems += [f"--compilation-config key {k!r} is not a field of vLLM {v['version']}'s "
-                         f"{v['files']['compilation_config_keys']}" for k in obj if k not in v["compilation_config_keys"]]
+                         f"{v['files']['compilation_config_keys']}, so not supported by vllm-ascend {va['tag']}"
+                         for k in obj if k not in v["compilation_config_keys"]]
             mode = obj.get("cudagraph_mode")
             if mode is not None and mode not in v["cudagraph_modes"]:
-                problems.append(f"cudagraph_mode {mode!r} is not one of {', '.join(v['cudagraph_modes'])}")
+                problems.append(f"cudagraph_mode {mode!r} is not one of {', '.join(v['cudagraph_modes'])} "
+                                f"(vLLM {v['version']}), so not supported by vllm-ascend {va['tag']}")
         else:
-            problems += [f"--additional-config key {k!r} is not read by vllm-ascend {va['tag']} "
-                         f"({va['files']['additional_config_keys']})" for k in obj if k not in va["additional_config_keys"]]
+            problems += [f"--additional-config key {k!r} is not supported by vllm-ascend {va['tag']}: not read by "
+                         f"{va['files']['additional_config_keys']}" for k in obj if k not in va["additional_config_keys"]]
             prefetch = obj.get("weight_prefetch_config")
-            if isinstance(prefetch, dict):
-                problems += [f"weight_prefetch_config key {k!r} is not read by vllm-ascend {va['tag']} "
-                             f"({va['files']['weight_prefetch_config_keys']})"
+            if isinstance(prefetch, dict) and "weight_prefetch_config" in va["additional_config_keys"]:
+                problems += [f"weight_prefetch_config key {k!r} is not supported by vllm-ascend {va['tag']}: not "
+                             f"read by {va['files']['weight_prefetch_config_keys']}"
                              for k in prefetch if k not in va["weight_prefetch_config_keys"]]
-    problems += ascend_contract_problems(["vllm", "serve", "./m", *knob.flags], {})
+    return problems
+
+
+def unsupported(knob: "Knob", version: str | None) -> list[str]:
+    """What ``knob`` sets that vllm-ascend ``version`` (its extract, :func:`schema_for`) lacks, each named
+    "... not supported by vllm-ascend <tag>" (empty: all of it is there).  An NPU build checks its knobs against
+    the installed version with this and does not measure one it names (:data:`SKIP_UNSUPPORTED`)."""
+    try:
+        return _flag_problems(parse_flags(knob.flags), schema_for(version))
+    except TutorialError as exc:
+        return [str(exc)]
+
+
+def knob_problems(knob: "Knob", version: str | None = None) -> list[str]:
+    """What vLLM / vllm-ascend ``version`` (None: the pinned release) would not accept in ``knob`` (empty:
+    nothing): an unknown engine flag, an unknown ``--compilation-config`` key or ``cudagraph_mode``, an
+    ``--additional-config`` key vllm-ascend does not read (or a ``weight_prefetch_config`` key it does not), a
+    flag vllm-ascend ignores, an environment variable or value none of the cited performance documents sets."""
+
+    s = schema_for(version)
+    va = s["vllm_ascend"]
+    try:
+        flags = parse_flags(knob.flags)
+    except TutorialError as exc:
+        return [str(exc)]
+    problems = _flag_problems(flags, s)
+    problems += ascend_contract_problems(["vllm", "serve", "./m", *knob.flags], {}, version=version)
     documented = va["documented_env"]
     for var, value in knob.env.items():
         docs = documented.get(var)
@@ -193,14 +218,6 @@ def resolve_env(env: Mapping[str, str], machine: str, environ: Mapping[str, str]
     return out
 
 
-def release_tuple(version: str) -> tuple[int, int, int] | None:
-    """``"v0.23.0"``, ``"0.23.0.post1"``, ``"0.24.0rc1"`` -> ``(0, 23, 0)``, ``(0, 23, 0)``, ``(0, 24, 0)``: the
-    release a version belongs to (a post-release of 0.23.0 is 0.23.0's; a candidate of 0.24.0 is 0.24.0's);
-    None where it names none."""
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", (version or "").strip())
-    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
-
-
 def in_effect(env: Mapping[str, str], environ: Mapping[str, str]) -> list[str]:
     """The settings of a resolved knob environment that the build's environment already has."""
     have = set(preloaded(environ))
@@ -252,9 +269,15 @@ VLLM_ASCEND_IGNORED_ENV = {"VLLM_CPU_KVCACHE_SPACE": "a CPU-backend setting: res
 VLLM_ASCEND_REFUSED_ENV = {"ASCEND_LAUNCH_BLOCKING": ("1", "ACL graph is incompatible with ASCEND_LAUNCH_BLOCKING=1")}
 
 
-def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
-    """What vllm-ascend v0.23.0 would ignore or refuse in the serve command ``argv`` with ``env``
-    (empty: nothing).  ``--additional-config`` must be JSON whose keys vllm-ascend reads."""
+def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None = None, *,
+                             version: str | None = None) -> list[str]:
+    """What vllm-ascend would ignore or refuse in the serve command ``argv`` with ``env`` (empty: nothing).
+    ``--additional-config`` must be JSON whose keys vllm-ascend ``version`` reads (its extract, :func:`schema_for`;
+    None: the pinned release): another key is named, "not supported by vllm-ascend <tag>".  The ignored flags,
+    ignored and refused variables are those read from v0.23.0's source (above), for every version."""
+    s = schema_for(version)
+    tag = s["vllm_ascend"]["tag"]
+    read = frozenset(s["vllm_ascend"]["additional_config_keys"])
     problems = []
     for i, tok in enumerate(argv):
         flag, _, inline = tok.partition("=")
@@ -267,8 +290,8 @@ def ascend_contract_problems(argv: Sequence[str], env: Mapping[str, str] | None 
             except (ValueError, TypeError):
                 problems.append(f"--additional-config {value!r} is not a JSON object")
                 continue
-            problems += [f"--additional-config key {k!r}: vllm-ascend does not read it"
-                         for k in sorted(keys - VLLM_ASCEND_ADDITIONAL_CONFIG_KEYS)]
+            problems += [f"--additional-config key {k!r}: not supported by vllm-ascend {tag} (it does not read it)"
+                         for k in sorted(keys - read)]
         if flag == "--quantization":
             value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
             if value != VLLM_ASCEND_QUANTIZATION:

@@ -23,12 +23,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
-import importlib.metadata as md
 import platform
 
 from ..core.messages import N_, _
 from ..engine.platform import platform_for
-from ..inputs.knobs import combinable, in_effect, merge, preloaded, release_tuple, resolve_env
+from ..inputs.knobs import (SKIP_UNSUPPORTED, combinable, in_effect, installed_vllm_ascend, merge, preloaded,
+                            release_tuple, resolve_env, unsupported)
 from ..record.schema_base import Message
 from ..inputs.cards import load_card
 from ..inputs.gallery_index import tutorials
@@ -87,16 +87,6 @@ def _image_sources(env: Mapping[str, str], machine: str) -> list[str]:
             return []
         where.append(IMAGE_ENV[var][1])
     return where
-
-
-def installed_vllm_ascend() -> str | None:
-    """The version of the vllm-ascend this host has installed, else None."""
-    for dist in ("vllm-ascend", "vllm_ascend"):
-        try:
-            return md.version(dist)
-        except md.PackageNotFoundError:
-            continue
-    return None
 
 
 def no_longer_read(knob, version: str | None) -> bool:
@@ -164,6 +154,8 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
         elif backend == "npu" and no_longer_read(k, vllm_ascend):
             out.skipped[k.name] = Message.of(SKIP_REMOVED, version=vllm_ascend, release=k.read_until,
                                              change=k.removed_by)
+        elif backend == "npu" and vllm_ascend and (gone := unsupported(k, vllm_ascend)):
+            out.skipped[k.name] = Message.of(SKIP_UNSUPPORTED, version=vllm_ascend, what="; ".join(gone))
         elif profile not in t.knob_profiles:
             out.skipped[k.name] = Message.of(SKIP_PROFILE, profiles=" and ".join(t.knob_profiles), profile=profile)
         elif server_devices(card) < k.min_devices:

@@ -7,9 +7,12 @@ from ..engine import devices
 from ..inputs.cards import Card
 from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, steps,
                              targets)
+from ..core.errors import TutorialError
 from ..engine.multi_card import multi_card
 from ..engine.platform import platform_for
-from ..measure.tuning_plan import image_environ, in_baseline, measured_best, select_knobs
+from ..inputs.knobs import VLLM_ASCEND_QUANTIZATION, ascend_contract_problems
+from ..measure.tuning_plan import (EAGER, GRAPH, config_label, image_environ, in_baseline, measured_best,
+                                   select_knobs)
 from ..record.results import recorded
 
 
@@ -100,15 +103,125 @@ def _tuned_rst(card: Card, serve_step: int) -> str:
                 "section measures each of these knobs alone, then the best combination: "
                 f"{', '.join(k.name for k in planned.run)}.{had}{apart}\n")
     argv, env, doc, row = tuned
-    p = doc.provenance
-    when = (f"on {p.device} on {p.built_at[:10]} ({p.profile} profile, vllm-ascend "
-            f"{p.machine.versions.get('vllm_ascend') or 'version not recorded'})")
+    when = _when(doc)
     if not row.knobs:
         return (f"**Tuned (measured).** None of the knobs this page measures helped beyond the spread {when}: "
                 f"step {serve_step}, graph mode with vllm-ascend's defaults, was the best measured.\n")
     return (f"**Tuned (measured).** The best combination this page measured, {' + '.join(row.knobs)}, {when} "
             f"('{row.name}' in its tuning table); to use it, run this in place of step {serve_step}:\n\n"
             + _code(C.format_command(argv, env, exports=True)))
+
+
+def _when(doc) -> str:
+    """Where and when a recorded document was measured, as the NPU tab says it."""
+    p = doc.provenance
+    return (f"on {p.device} on {p.built_at[:10]} ({p.profile} profile, vllm-ascend "
+            f"{p.machine.versions.get('vllm_ascend') or 'version not recorded'})")
+
+
+def _list_table(rows: list[list[str]]) -> str:
+    """A list-table with a header row."""
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for row in rows:
+        lines.append(f"   * - {row[0]}")
+        lines += [f"     - {cell}" for cell in row[1:]]
+    return "\n".join(lines) + "\n"
+
+
+NOT_MEASURED = "not measured yet"
+
+
+def scenarios(card: Card) -> tuple[list[tuple[str, str, str | None, str | None]], object]:
+    """The NPU tab's scenarios, each ``(scenario, what decides it, configuration, figure)`` from the newest NPU
+    build's tuning section (:func:`~npu_tutorials.measure.tuning_plan.measured_best`'s document), and that
+    document (None: no NPU build recorded one; every configuration and figure is None then).  Low latency: the
+    row of the lowest median TPOT at concurrency 1; high throughput: the highest median output throughput at
+    the highest concurrency; long context: the page's own server (the input-length sweep runs no other
+    configuration) at the longest input length of the card's sweep."""
+    found = measured_best(recorded(card.key)) if card.tuning else None
+    doc = found[0] if found else None
+    sweep = (card.sweeps or {}).get(doc.provenance.profile if doc else "full")
+    t = doc.results.tuning if doc else None
+    out = []
+    low = min(t.rows, key=lambda r: r.tpot_ms.median) if t else None
+    out.append(("Low latency", "lowest median TPOT at concurrency 1 (one request at a time)",
+                low and config_label(low.name), low and f"TPOT {low.tpot_ms.text(1, 'ms')}"))
+    fast = [r for r in t.rows if r.throughput_high is not None] if t else []
+    high = max(fast, key=lambda r: r.throughput_high.median) if fast else None
+    at = (f"concurrency {high.high_concurrency}" if high and high.high_concurrency else
+          f"concurrency {max(sweep.concurrency)}" if sweep else "the highest concurrency")
+    out.append(("High throughput", f"highest median output throughput at {at}",
+                high and config_label(high.name), high and f"{high.throughput_high.text(1, 'tok/s')}"))
+    if sweep is None:
+        out.append(("Long context", "this page's sweeps do not measure input length", None, None))
+        return out, doc
+    longest = max(sweep.input_lens)
+    point = next((p for p in (doc.results.input_length_sweep or []) if p.input_len == longest), None) if doc else None
+    eager = doc.results.conditions.eager if doc and doc.results.conditions else card.serve.enforce_eager
+    out.append(("Long context", f"{longest} input tokens, the longest of this page's input-length sweep (its "
+                "server only)", point and config_label(EAGER if eager else GRAPH),
+                point and f"TPOT {point.tpot_ms.text(1, 'ms')}, prefill {point.prefill_ms.text(1, 'ms')}"))
+    return out, doc
+
+
+def _scenarios_rst(card: Card) -> str:
+    """The NPU tab's scenario table: the measured best per scenario, or "not measured yet"."""
+    rows, doc = scenarios(card)
+    table = _list_table([["Scenario", "Measured best by", "Configuration", "Figure"]]
+                        + [[name, by, cfg or NOT_MEASURED, fig or "–"] for name, by, cfg, fig in rows])
+    if doc is not None:
+        head = (f"**Scenarios (measured).** The configuration of the page's tuning table that measured best per "
+                f"scenario, {_when(doc)}:\n")
+    elif card.tuning is None:
+        head = ("**Scenarios (measured).** Not measured yet: this model's card has no tuning section, so no build "
+                "compares configurations per scenario:\n")
+    else:
+        head = ("**Scenarios (measured).** Not measured yet: no NPU build of this page has recorded its tuning "
+                "section:\n")
+    return head + "\n" + table
+
+
+def w8a8_argv(card: Card) -> list[str] | None:
+    """The NPU serve command of the W8A8 checkpoint the card names (``--quantization ascend``, through
+    :func:`~npu_tutorials.engine.commands.deploy_argv`), checked against vllm-ascend's contract; None where the
+    card names none."""
+    if card.deploy.w8a8 is None:
+        return None
+    if C.needs_conversion(card, "npu"):
+        raise TutorialError(f"{card.key}: deploy.w8a8: the commands serve {card.architecture} converted to Qwen2, "
+                            "and the conversion takes a full-precision checkpoint, not a quantized one")
+    argv = C.deploy_argv(card, "npu", model_dir=f"{C.local_dir(card)}-W8A8",
+                         extra=("--quantization", VLLM_ASCEND_QUANTIZATION))
+    problems = ascend_contract_problems(argv, platform_for("npu").serve_env(card))
+    if problems:
+        raise TutorialError(f"{card.key}: deploy.w8a8: the serve command breaks vllm-ascend's contract: {problems[0]}")
+    return argv
+
+
+def _quantized_rst(card: Card, serve_step: int) -> str:
+    """Quantized serving: the W8A8 checkpoint the card names, or one sentence saying it names none."""
+    p = devices.FAMILY["310p"]
+    argv = w8a8_argv(card)
+    if argv is None:
+        return (f"**Quantized (W8A8).** This card names no published W8A8 checkpoint of {card.name}, so there is "
+                f"none to serve with vllm-ascend's ``--quantization {VLLM_ASCEND_QUANTIZATION}``: the commands "
+                f"above serve {card.serve.dtype} ({p.dtype} on 310P).\n")
+    w = card.deploy.w8a8
+    where = " / ".join(f"{h} ``{r.id}`` (revision ``{r.revision}``)"
+                       for h, r in (("ModelScope", w.modelscope), ("Hugging Face", w.huggingface)) if r)
+    model_dir = f"{C.local_dir(card)}-W8A8"
+    download = next(iter(C.download_commands(card.model_copy(update={"hub": w}), model_dir).values()))
+    env = platform_for("npu").serve_env(card)
+    return (f"**Quantized (W8A8).** The published W8A8 checkpoint {where}: download it into ``{model_dir}``, then "
+            f"serve it with ``--quantization {VLLM_ASCEND_QUANTIZATION}`` in place of step {serve_step}:\n\n"
+            + _code(download) + "\n" + _code(C.format_command(argv, env, exports=True)))
+
+
+def _faq_rst(card: Card) -> str:
+    """The card's FAQ: problems a deployer of this model meets."""
+    if not card.deploy.faq:
+        return ""
+    return "**FAQ.**\n\n" + "\n\n".join(f"- **{e.q}** {e.a}" for e in card.deploy.faq) + "\n"
 
 
 def _tab_rst(card: Card, backend: str) -> str:
@@ -122,12 +235,18 @@ def _tab_rst(card: Card, backend: str) -> str:
     for i, step in enumerate(tab_steps, 1):
         parts.append(_step_rst(i, step))
     if plat.ascend:
-        tuned = _tuned_rst(card, 1 + [s.key for s in tab_steps].index("serve"))
+        serve_step = 1 + [s.key for s in tab_steps].index("serve")
+        tuned = _tuned_rst(card, serve_step)
         if tuned:
             parts.append(tuned)
+        parts.append(_scenarios_rst(card))
+        parts.append(_quantized_rst(card, serve_step))
         p = devices.FAMILY["310p"]
         parts.append(f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image and ``--dtype {p.dtype}``: it "
                      "has no bfloat16 (graph mode works there too).\n")
+        faq = _faq_rst(card)
+        if faq:
+            parts.append(faq)
     if not plat.accelerator:
         parts.append("On a CPU without AVX512-BF16 or AMX (``lscpu | grep -o 'avx512_bf16\\|amx_bf16'`` prints "
                      "nothing), bfloat16 is emulated and several times slower than float32: serve with "

@@ -1,0 +1,85 @@
+"""The vllm-ascend releases this project supports, and the extract of each (``data/pinned/*.json``: engine flags,
+``--compilation-config`` and ``--additional-config`` keys, read from that release's sources by
+``scripts/extract_pinned_schema.py``); :func:`schema_for` picks the one of a version, :func:`installed_vllm_ascend`
+reads the installed one's version without importing it."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from ..core.errors import TutorialError
+
+SCHEMA_PATH = Path(__file__).parents[1] / "data" / "pinned" / "schema.json"  # the pinned release (v0.23.0)
+PINNED_DIR = SCHEMA_PATH.parent  # one extract per supported vllm-ascend release (*.json)
+
+
+@lru_cache(maxsize=1)
+def pinned_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def pinned_label() -> str:
+    s = pinned_schema()
+    return f"vLLM {s['vllm']['version']} / vllm-ascend {s['vllm_ascend']['tag']}"
+
+
+@lru_cache(maxsize=1)
+def _extracts() -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for path in sorted(PINNED_DIR.glob("*.json")):
+        s = json.loads(path.read_text(encoding="utf-8"))
+        tag = s["vllm_ascend"]["tag"]
+        if tag in out:
+            raise TutorialError(f"{path.name}: a second extract of vllm-ascend {tag}")
+        out[tag] = s
+    return out
+
+
+def version_key(version: str) -> tuple:
+    """An order of vllm-ascend versions: a candidate before its release, a post-release after it."""
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(rc|post)(\d+))?", (version or "").strip())
+    if not m:
+        return ()
+    stage = {"rc": 0, None: 1, "post": 2}[m[4]]
+    return int(m[1]), int(m[2]), int(m[3] or 0), stage, int(m[5] or 0)
+
+
+def supported_releases() -> list[str]:
+    """The vllm-ascend tags with an extract in ``data/pinned/``, oldest first."""
+    return sorted(_extracts(), key=version_key)
+
+
+def installed_vllm_ascend() -> str | None:
+    """The version of the vllm-ascend this host has installed (its package metadata; nothing is imported), else None."""
+    for dist in ("vllm-ascend", "vllm_ascend"):
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return None
+
+
+def schema_for(version: str | None) -> dict:
+    """The extract a vllm-ascend ``version`` ("0.25.1rc1", "v0.23.0", "0.23.0.post1") is checked against: the
+    newest supported release not newer than it (a post-release is its release's; a version older than every
+    extract, or none (None, "", "main"), gets the pinned one, :func:`pinned_schema`)."""
+    pinned = pinned_schema()
+    have = version_key(version or "")
+    if not have:
+        return pinned
+    tags = [t for t in supported_releases() if version_key(t) <= have]
+    if not tags or tags[-1] == pinned["vllm_ascend"]["tag"]:
+        return pinned
+    return _extracts()[tags[-1]]
+
+
+def release_tuple(version: str) -> tuple[int, int, int] | None:
+    """``"v0.23.0"``, ``"0.23.0.post1"``, ``"0.24.0rc1"`` -> ``(0, 23, 0)``, ``(0, 23, 0)``, ``(0, 24, 0)``: the
+    release a version belongs to (a post-release of 0.23.0 is 0.23.0's; a candidate of 0.24.0 is 0.24.0's);
+    None where it names none."""
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", (version or "").strip())
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
