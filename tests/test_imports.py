@@ -247,3 +247,13 @@ def test_imports_stand_at_the_top_unless_heavy():
                     if (module, line) not in DIGESTED:
                         found.append(f"{module}:{node.lineno}: {line}")
     assert found == [], "import these at the module's top:\n" + "\n".join(found)
+
+
+def test_only_the_platform_and_the_detection_tell_backends_apart_by_name():
+    """Issue 38: a backend is a :class:`~npu_tutorials.engine.platform.Platform`; outside ``engine/platform.py``
+    and the detection (``engine/backend.py``) no module compares a backend to a string."""
+    pattern = re.compile(r"""backend *(==|!=|in) *["'(]|(==|!=|in) *\(?["'](npu|cpu|cuda)["']""")
+    allowed = {"npu_tutorials.engine.platform", "npu_tutorials.engine.backend"}
+    found = [f"{m}:{i}: {line.strip()}" for m, path in MODULES.items() if m not in allowed
+             for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == [], "ask the platform (engine.platform.platform_for(name).accelerator, ...):\n" + "\n".join(found)

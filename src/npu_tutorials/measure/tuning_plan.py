@@ -133,7 +133,8 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
     environ = dict(os.environ if environ is None else environ)
     machine = machine or platform.machine()
     exists = exists or host_file_exists
-    if vllm_ascend is None and backend == "npu":
+    ascend = platform_for(backend).ascend
+    if vllm_ascend is None and ascend:
         vllm_ascend = installed_vllm_ascend()
     out = KnobSelection()
     t = card.tuning
@@ -145,16 +146,16 @@ def select_knobs(card, backend: str, profile: str, *, environ: Mapping[str, str]
         env = resolve_env(k.env, machine, {})  # as a reader sets it; the server gets resolve_env(env, .., environ)
         missing = [p for p in preloaded(env) if p not in preloaded(environ) and not exists(p)]
         already = in_effect(env, environ)
-        image = _image_sources(env, machine) if backend == "npu" else []
+        image = _image_sources(env, machine) if ascend else []
         if already and len(already) == len(env):
             out.skipped[k.name] = (Message.of(SKIP_IMAGE, variables=", ".join(already), where="; ".join(image))
                                    if image else Message.of(SKIP_ALREADY, variables=", ".join(already)))
         elif k.baseline:
             out.skipped[k.name] = Message.of(SKIP_DEFAULT, how=k.baseline)
-        elif backend == "npu" and no_longer_read(k, vllm_ascend):
+        elif ascend and no_longer_read(k, vllm_ascend):
             out.skipped[k.name] = Message.of(SKIP_REMOVED, version=vllm_ascend, release=k.read_until,
                                              change=k.removed_by)
-        elif backend == "npu" and vllm_ascend and (gone := unsupported(k, vllm_ascend)):
+        elif ascend and vllm_ascend and (gone := unsupported(k, vllm_ascend)):
             out.skipped[k.name] = Message.of(SKIP_UNSUPPORTED, version=vllm_ascend, what="; ".join(gone))
         elif profile not in t.knob_profiles:
             out.skipped[k.name] = Message.of(SKIP_PROFILE, profiles=" and ".join(t.knob_profiles), profile=profile)
