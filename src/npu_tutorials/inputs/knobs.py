@@ -20,11 +20,7 @@ flag, key or variable differently cannot be combined (a :class:`TutorialError` s
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import json
-import re
-from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Literal, Mapping, Sequence
 
 from pydantic import Field, model_validator
