@@ -15,8 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..engine.backend import describe_environment
 from ..inputs.cards import load_card
 from ..inputs.convert import as_read
@@ -55,11 +54,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/bf16_floor.py`` and ``npu-tutorials-bf16-floor``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/bf16_floor.py and npu-tutorials-bf16-floor

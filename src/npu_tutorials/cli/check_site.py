@@ -12,8 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..checks.site_check import check
 from ..checks.gate import CONFIRM
 from ..checks.methods import stale_controls
@@ -79,11 +78,4 @@ def run() -> int:
     return 1 if problems else 0
 
 
-def main() -> None:
-    """``scripts/check_site.py`` and ``npu-tutorials-check-site``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/check_site.py and npu-tutorials-check-site

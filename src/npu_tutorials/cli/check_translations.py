@@ -16,8 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..checks.translations import catalog_problems
 from ..core import messages
 
@@ -51,11 +50,4 @@ def run() -> int:
     return 1 if problems or code else 0
 
 
-def main() -> None:
-    """``scripts/check_translations.py`` and ``npu-tutorials-check-translations``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/check_translations.py and npu-tutorials-check-translations

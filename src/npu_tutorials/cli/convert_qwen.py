@@ -9,8 +9,9 @@ DST must not exist.  The result is served by any vLLM without --trust-remote-cod
 import argparse
 from pathlib import Path
 
-from ..core.errors import TutorialError, run_cli
+from ..core.errors import TutorialError
 from ..inputs.convert import convert_checkpoint
+from . import command
 
 
 def run() -> int:
@@ -26,11 +27,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/convert_qwen.py`` and ``npu-tutorials-convert-qwen``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/convert_qwen.py and npu-tutorials-convert-qwen

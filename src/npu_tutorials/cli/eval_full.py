@@ -11,8 +11,8 @@ import argparse
 import os
 from pathlib import Path
 
-from ..core.errors import run_cli
 from ..tutorial import Tutorial
+from . import command
 
 
 def run() -> int:
@@ -68,11 +68,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/eval_full.py`` and ``npu-tutorials-eval-full``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/eval_full.py and npu-tutorials-eval-full

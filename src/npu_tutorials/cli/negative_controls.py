@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..checks import controls
 from ..core.errors import TutorialError
 from ..engine.backend import describe_environment, detect_backend
@@ -115,11 +114,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/negative_controls.py`` and ``npu-tutorials-negative-controls``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/negative_controls.py and npu-tutorials-negative-controls

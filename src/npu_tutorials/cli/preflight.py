@@ -13,7 +13,7 @@ import sys
 
 from ..engine.backend import check_npu_image, detect_backend
 from ..inputs.cards import known_models, load_card
-from ..core.errors import TutorialError, run_cli
+from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
 from ..record.results import known_commit
 from ..engine.platform import platform_for
@@ -24,6 +24,7 @@ from ..inputs.gallery_index import GALLERY_OUT
 from ..site.prepare import prepare, write_record
 from ..site.rerun import will_execute
 from ..site.selection import build_hardware, select
+from . import command
 
 
 def run() -> int:
@@ -68,11 +69,4 @@ def prepare_for_build(backend: str) -> None:
           f"({path})", flush=True)
 
 
-def main() -> None:
-    """``scripts/preflight.py`` and ``npu-tutorials-preflight``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/preflight.py and npu-tutorials-preflight

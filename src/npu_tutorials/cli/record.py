@@ -10,8 +10,7 @@ import argparse
 import os
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..checks.recording import record
 from ..inputs.gallery_index import tutorials
 
@@ -31,11 +30,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/record.py`` and ``npu-tutorials-record``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/record.py and npu-tutorials-record

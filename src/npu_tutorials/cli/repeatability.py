@@ -23,8 +23,7 @@ import os
 import time
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..checks import gate
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
@@ -100,11 +99,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/repeatability.py`` and ``npu-tutorials-repeatability``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/repeatability.py and npu-tutorials-repeatability

@@ -12,8 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import run_cli
+from . import ROOT, command
 from ..checks.browser import probe, screenshot
 
 DEFAULT_PAGE = "tutorials/models/qwen2_5_0_5b.html"
@@ -43,11 +42,4 @@ def run() -> int:
     return 1 if problems else 0
 
 
-def main() -> None:
-    """``scripts/screenshot.py`` and ``npu-tutorials-screenshot``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/screenshot.py and npu-tutorials-screenshot

@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import ROOT
-from ..core.errors import TutorialError, run_cli
+from . import ROOT, command
+from ..core.errors import TutorialError
 
 from ..inputs.gallery_index import GALLERY_OUT
 from ..engine.backend import detect_backend
@@ -50,11 +50,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/shard.py`` and ``npu-tutorials-shard``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/shard.py and npu-tutorials-shard

