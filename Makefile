@@ -8,6 +8,9 @@
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
+# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=6]
+#                  is B faster than A on this host? k rounds of the page's gated steps, alternately (A/B: NAME=value
+#                  words for the server's environment and vLLM flags; empty: the page's server as it is)
 # make screenshots  both languages of a built tutorial page as headless Chromium draws them (_build/screenshots/)
 # make intl        update the translators' catalogs (docs/source/locale/zh_CN/LC_MESSAGES/*.po) from the pages
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
@@ -55,7 +58,11 @@ GATE ?=
 # make check GATE=1: a headline figure beyond its limit is measured CONFIRM times more (default: gate.CONFIRM);
 # the majority decides
 CONFIRM ?=
-.PHONY: html html-noplot test browser screenshots check record assemble intl clean distclean venv
+MODEL ?=
+A ?=
+B ?=
+K ?= 6
+.PHONY: compare html html-noplot test browser screenshots check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt requirements/weights.txt scripts/bootstrap_env.sh
@@ -75,6 +82,10 @@ assemble: venv
 	$(RUN) TUTORIAL_ASSEMBLE=1 TUTORIAL_SHARD= $(TRANSLATE)
 	@$(RUN) $(CHECK) --built --lang2 $(LANG2)
 	@echo "site: $(BUILDDIR)/html/index.html (assembled from $(SHARDS))"
+
+compare: venv
+	@test -n "$(MODEL)" || { echo "make compare: name the model, e.g. MODEL=qwen3-0.6b" >&2; exit 2; }
+	$(RUN) $(VPY) scripts/compare.py "$(MODEL)" --a="$(A)" --b="$(B)" --k="$(K)"
 
 html-noplot: venv
 	$(RUN) $(SPHINX) -D plot_gallery=0

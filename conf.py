@@ -14,7 +14,7 @@ from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
 from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
 from npu_tutorials.site.i18n import comments_in_language, static_text, translation_pass  # noqa: E402
-from npu_tutorials.site.render import render_views, rerender_outdated  # noqa: E402
+from npu_tutorials.site.render import render_included, render_views, rerender_outdated  # noqa: E402
 from npu_tutorials.site.api import publish_api  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
@@ -116,6 +116,7 @@ def setup(app):
     app.connect("source-read", add_banners)
     app.connect("source-read", render_views)  # each pass draws a page's views from its results document
     app.connect("source-read", fill_landing)
+    app.connect("include-read", render_included)  # each "Deploy it yourself" tab's collect-env report
     app.connect("include-read", comments_in_language)  # the deploy snippets' comments in the pass's language
     app.connect("env-get-outdated", always_reread_landing)
     app.connect("env-get-outdated", rerender_outdated)  # a view, message or document changed: draw again

@@ -36,6 +36,13 @@ def generation_of(cpu_id: str | None) -> str | None:
     return " ".join(cpu_id.split()[:4]) if cpu_id else None
 
 
+class CollectEnv(StrictModel):
+    """The report a deployer attaches to an issue, as this build captured it (:mod:`npu_tutorials.engine.collect_env`)."""
+
+    command: str = Field(description="as a deployer types it: vllm collect-env, or vllm-ascend's collect_env.py")
+    text: str = Field(description="its output, or one line saying why there is none")
+
+
 class Machine(StrictModel):
     """Facts good enough to compare builds: which machine, which devices, which software."""
 
@@ -54,6 +61,7 @@ class Machine(StrictModel):
     versions: dict[str, str | None] = {}
     python: str = ""
     host_threads: int | None = Field(None, description="CPU threads the fp32 reference and CPU baselines used")
+    collect_env: CollectEnv | None = None
 
     @property
     def cpu_generation(self) -> str | None:

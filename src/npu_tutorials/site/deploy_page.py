@@ -14,6 +14,7 @@ from ..inputs.knobs import VLLM_ASCEND_QUANTIZATION, ascend_contract_problems
 from ..measure.tuning_plan import (EAGER, GRAPH, config_label, image_environ, in_baseline, measured_best,
                                    select_knobs)
 from ..record.results import recorded
+from .render import collect_env_marker
 
 
 # -- reStructuredText --------------------------------------------------------------------------------
@@ -225,7 +226,8 @@ def _faq_rst(card: Card) -> str:
 
 
 def _tab_rst(card: Card, backend: str) -> str:
-    parts = [f"**Versions.** These commands target {targets(backend)}\n"]
+    parts = [f"**Versions.** These commands target {targets(backend)}\n",
+             f".. raw:: html\n\n   {collect_env_marker(backend)}\n"]
     plat = platform_for(backend)
     if plat.ascend and C.needs_conversion(card, backend):
         note = C.NATIVE_NPU_NOTE.format(arch=card.architecture, vllm=C.VLLM_ASCEND_STACK['vllm'])

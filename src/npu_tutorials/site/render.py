@@ -33,6 +33,8 @@ from ..inputs.cards import load_card
 from ..inputs.gallery_index import tutorials
 from ..record.results import recorded_dir, results_dir
 from ..views import Views
+from ..views.deploy import collect_env_block
+from ..engine.deploy import LABELS
 from .i18n import extracting, page_lang
 from ..record.results import read_doc, recorded
 
@@ -126,6 +128,44 @@ def render_views(app, docname: str, source: list[str]) -> None:
     stem = docname.rsplit("/", 1)[-1]
     (Path(app.doctreedir) / STAMP.format(stem=stem)).parent.mkdir(parents=True, exist_ok=True)
     (Path(app.doctreedir) / STAMP.format(stem=stem)).write_text(drawing_digest(stem, app.srcdir) + "\n")
+
+
+COLLECT_ENV = re.compile(r'^(?P<indent>[ \t]*)<div class="tut-collect-env" data-backend="(?P<backend>[a-z]+)"></div>', re.M)
+
+
+def collect_env_marker(backend: str) -> str:
+    """What a "Deploy it yourself" tab holds (in a raw HTML block) until :func:`render_included` draws its
+    ``vllm collect-env`` report."""
+    return f'<div class="tut-collect-env" data-backend="{backend}"></div>'
+
+
+def render_included(app, relative_path, parent_docname: str, content: list[str]) -> None:
+    """Sphinx ``include-read``: a model's "Deploy it yourself" section (``_generated/<model>/deploy.rst``) gets
+    each tab's ``vllm collect-env`` report, drawn in the pass's language from this build's document and the
+    recorded ones (:func:`npu_tutorials.views.deploy.collect_env_block`)."""
+    from sphinx.util import logging
+
+    if "tut-collect-env" not in content[0] or extracting(app):
+        return
+    model = Path(relative_path).parent.name
+    docs: list = []
+    mine = results_dir() / f"{model}.json"
+    try:
+        docs = ([read_doc(mine)] if mine.is_file() else []) + recorded(model)
+    except TutorialError as exc:
+        logging.getLogger(__name__).warning(f"{parent_docname}: {exc}")
+    content[0] = collect_env_text(content[0], docs, page_lang(app))
+
+
+def collect_env_text(text: str, docs: list, lang: str) -> str:
+    """``text`` with each tab's marker (:func:`collect_env_marker`) replaced by its report's HTML."""
+    def one(m: re.Match) -> str:
+        with language(lang):
+            value = collect_env_block(docs, m["backend"], LABELS[m["backend"]])
+        out = value._repr_html_() if hasattr(value, "_repr_html_") else value
+        return m["indent"] + out.replace("\n", "\n" + m["indent"])
+
+    return COLLECT_ENV.sub(one, text)
 
 
 def drawing_digest(stem: str, srcdir: str | Path | None = None) -> str:

@@ -25,6 +25,7 @@ import shutil
 import time
 
 from ..engine.backend import describe_environment, detect_backend, host_threads
+from ..engine.collect_env import Capture, collect_env_argv
 from ..engine.platform import Platform, platform_for
 from ..core.errors import TutorialError
 from ..core.progress import Progress
@@ -120,6 +121,7 @@ def new_state(key: str) -> TutorialState:
             s.device_env = {plat.visible_devices_var: ",".join(lease.names)}
     shutil.rmtree(s.artifacts, ignore_errors=True)  # nothing stale from an earlier run
     s.artifacts.mkdir(parents=True)
+    s.collect_env = Capture(collect_env_argv(plat.ascend))  # in the background; finish() keeps its report
     return s
 
 
@@ -285,6 +287,7 @@ class Tutorial:
 
     def finish(self):
         """Stop the server and write ``_build/results/<model>.json`` (offered for download on the page)."""
+        self.state.keep_collect_env()
         self.stop()
         path = self.state.close("complete")
         self.state.publish(path, f"{self.card.key}-results.json")

@@ -1,41 +1,115 @@
-"""A model's gated figures measured again, apart from any page: one independent run of the steps its
-page runs for them (:func:`npu_tutorials.record.headline.gated_steps`), a fresh ``Tutorial`` and server,
-results in a scratch folder.  ``scripts/repeatability.py`` runs it to measure the noise, and the gate's
-confirmation (``make check GATE=1 CONFIRM=N``) runs it to measure a figure beyond its limit again."""
+"""A model's gated figures measured again, apart from any page.
+
+* :func:`measure_gated`: one independent run of the steps its page runs for them
+  (:func:`npu_tutorials.record.headline.gated_steps`), a fresh ``Tutorial`` and server, results in a scratch
+  folder.  ``scripts/repeatability.py`` runs it to measure the noise, and the gate's confirmation
+  (``make check GATE=1 CONFIRM=N``) runs it to measure a figure beyond its limit again.
+* :func:`measure_paired`: two configurations of those steps, A and B, measured alternately on this host
+  (:mod:`npu_tutorials.measure.paired`), for ``make compare``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from ..inputs.cards import load_card
-from ..record.headline import gated_steps
+from ..measure.paired import interleaved, paired_ratios
+from ..record.headline import METRICS, gated_steps, headline_figures
+from ..record.results import git_commit, now_utc
 from ..record.schema import ResultsDoc
+from ..record.schema_paired import Comparison, Side
 from .facade import Tutorial
+
+
+@contextlib.contextmanager
+def scratch_env(**values: str):
+    """Set environment variables for the block and put back what was there."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def measure_gated(key: str) -> ResultsDoc:
     """One independent run of card ``key``'s gated steps; its results document.  Everything it started
     is stopped, after success or error; the build's own results are untouched."""
     steps = gated_steps(load_card(key))
-    before = os.environ.get("TUTORIAL_RESULTS_DIR")
-    with tempfile.TemporaryDirectory(prefix="remeasure-") as work:
-        os.environ["TUTORIAL_RESULTS_DIR"] = str(Path(work) / "results")
+    with tempfile.TemporaryDirectory(prefix="remeasure-") as work, scratch_env(
+            TUTORIAL_RESULTS_DIR=str(Path(work) / "results")):
+        tut = Tutorial(key)
         try:
-            tut = Tutorial(key)
-            try:
-                tut.prepare_weights()
-                tut.start_server()
-                for step in steps:
-                    getattr(tut, step)()
-                tut.finish()
-            except BaseException:
-                tut.stop()
-                raise
-        finally:
-            if before is None:
-                os.environ.pop("TUTORIAL_RESULTS_DIR", None)
-            else:
-                os.environ["TUTORIAL_RESULTS_DIR"] = before
+            tut.prepare_weights()
+            tut.start_server()
+            for step in steps:
+                getattr(tut, step)()
+            tut.finish()
+        except BaseException:
+            tut.stop()
+            raise
     return tut.doc
+
+
+def _side_tutorial(key: str, side: Side, work: Path) -> Tutorial:
+    """Side ``side``'s tutorial with its server started: its flags after the page's, its environment added to
+    the build's, its working files in a folder of its own."""
+    with scratch_env(TUTORIAL_ARTIFACTS_DIR=str(work / side.label / "artifacts"),
+                     TUTORIAL_RESULTS_DIR=str(work / side.label / "results")):
+        tut = Tutorial(key)
+    try:
+        tut.state.device_env.update(side.env)
+        tut.prepare_weights()
+        tut.start_server(extra=list(side.flags))
+    except BaseException:
+        tut.stop()
+        raise
+    return tut
+
+
+def measure_paired(key: str, a: Side, b: Side, k: int = 6) -> Comparison:
+    """Card ``key``'s gated steps under configurations ``a`` and ``b``, ``k`` rounds, alternately on this host.
+
+    Both servers start first and serve every round (``servers: shared``: a configuration of flags and
+    environment needs no other); each round runs the gated steps once per side, the side going first
+    alternating, with prompts of that round's own.  The figures of a round are the page's headline figures.
+    Everything started is stopped afterwards, after success, error or Ctrl-C."""
+    card = load_card(key)
+    steps = gated_steps(card)
+    t0 = time.monotonic()
+    if a.label == b.label:
+        raise ValueError(f"the two sides need distinct labels (both are {a.label!r})")
+    tuts: dict[str, Tutorial] = {}
+    with tempfile.TemporaryDirectory(prefix="compare-") as work:
+        try:
+            for name, side in (("A", a), ("B", b)):
+                tuts[name] = _side_tutorial(key, side, Path(work))
+
+            def measure(name: str):
+                def one_round(i: int) -> dict[str, float]:
+                    tut = tuts[name]
+                    tut.state.round = i + 1  # round 0 is a page's: its prompts stay the page's own
+                    for step in steps:
+                        getattr(tut, step)()
+                    return {fk: f.value for fk, f in headline_figures(tut.doc).items()}
+                return one_round
+
+            order, ra, rb = interleaved(measure("A"), measure("B"), k)
+        finally:
+            for tut in tuts.values():
+                tut.stop()
+    ref = tuts["A"].doc.provenance
+    for side, name in ((a, "A"), (b, "B")):
+        side.versions = dict(tuts[name].doc.provenance.machine.versions)
+    return Comparison(model=key, built_at=now_utc(), git_commit=git_commit(), machine=ref.machine,
+                      weights=ref.weights, profile=ref.profile, steps=steps, servers="shared", a=a, b=b,
+                      order=order, rounds_a=ra, rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS),
+                      wall_time_s=round(time.monotonic() - t0, 1))

@@ -18,6 +18,7 @@ from ..core.errors import TutorialError
 from ..core.progress import Progress
 from ..engine.backend import Environment
 from ..engine.bench import BenchWorker
+from ..engine.collect_env import Capture
 from ..engine.commands import format_command
 from ..engine.platform import EnginePlan, Platform, ServerSpec
 from ..engine.scheduler import Lease, lease_port
@@ -25,7 +26,7 @@ from ..engine.server import HOST, VLLMServer, check_port_free, free_port
 from ..inputs.cards import BenchProfile, Card
 from ..inputs.weights import Weights
 from ..record.results import scrub, write_doc
-from ..record.schema import Results, ResultsDoc, Server, StepCost
+from ..record.schema import CollectEnv, Results, ResultsDoc, Server, StepCost
 from ..record.schema_base import Message
 from .servers import ServerPool
 
@@ -71,9 +72,15 @@ class TutorialState:
     t0: float
     """``time.monotonic()`` at the start (the run's wall time)."""
     device_env: dict[str, str] = field(default_factory=dict)
-    """The visible-devices variable of this tutorial's leased devices."""
+    """What this tutorial's servers add to the build's environment: the visible-devices variable of its leased
+    devices, and a paired comparison side's variables (:mod:`.remeasure`)."""
+    round: int = 0
+    """Which round of a paired comparison the steps measure (0: a page's run); each round's benchmark runs draw
+    prompts of their own (:meth:`run_name`), so the server's prefix cache never serves a round from an earlier one."""
     leases: list[Lease] = field(default_factory=list)
     """Device and port leases, released by ``stop()``."""
+    collect_env: Capture | None = None
+    """``vllm collect-env`` running in the background since the start (kept by :meth:`keep_collect_env`)."""
     weights: Weights | None = None
     """The checkpoint found or built by ``prepare_weights()``."""
     serve_path: Path | None = None
@@ -202,8 +209,20 @@ class TutorialState:
             Path(dest).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, Path(dest) / name)
 
+    def run_name(self, name: str) -> str:
+        """The name of benchmark run ``name`` in this round (its prompts' seed: :func:`~npu_tutorials.engine.bench.run_seed`)."""
+        return f"{name}@{self.round}" if self.round else name
+
+    def keep_collect_env(self) -> None:
+        """Wait for the background ``vllm collect-env`` and store its report in the document's machine."""
+        if self.collect_env is not None:
+            self.doc.provenance.machine.collect_env = CollectEnv(
+                command=self.collect_env.command, text=scrub(self.collect_env.text()))
+
     def stop(self) -> None:
-        """Stop the server and the benchmark worker, and release the leases."""
+        """Stop the server, the benchmark worker and the collect-env run, and release the leases."""
+        if self.collect_env is not None:
+            self.collect_env.stop()
         self.servers.stop()
         if self.worker is not None:
             self.worker.close()

@@ -38,8 +38,8 @@ class PerformanceSteps:
 
     def _bench(self, prof: BenchProfile, name: str):
         return run_serving_benchmark(self.s.servers.ensure("performance"), prof, model=self.s.model,
-                                     tokenizer=str(self.s.serve_path), out_dir=self.s.artifacts / "sweeps", name=name,
-                                     worker=self.s.bench_worker())
+                                     tokenizer=str(self.s.serve_path), out_dir=self.s.artifacts / "sweeps",
+                                     name=self.s.run_name(name), worker=self.s.bench_worker())
 
     def input_length_sweep(self) -> list[LengthPoint]:
         """Per input length: requests one at a time (TTFT = prefill latency, TPOT = decode), then all at once."""

@@ -116,7 +116,7 @@ class ServingSteps:
             for r in self.s.progress.iterate(range(p.repeats), "benchmark run"):
                 runs.append(bench.run_serving_benchmark(srv, p, model=self.s.model,
                                                         tokenizer=str(self.s.serve_path), out_dir=self.s.artifacts,
-                                                        name="bench" if r == 0 else f"bench-r{r}",
+                                                        name=self.s.run_name("bench" if r == 0 else f"bench-r{r}"),
                                                         worker=self.s.bench_worker()))
         keys = runs[0].summary().keys()
         summary = {k: float(statistics.median(x.summary()[k] for x in runs)) for k in keys}

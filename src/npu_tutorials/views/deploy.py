@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..engine.deploy import curl_text
 from ..core.errors import TutorialError
 from ..core.messages import N_, _, html, listed
+from ..engine.platform import platform_for
 from .base import BaseViews, shown
 
 NOT_FOR_COPYING = N_("The commands of this page's own build, for the record, not for copying: they point at this "
@@ -82,3 +83,24 @@ class DeployViews(BaseViews):
             raise TutorialError(f"the results of {self.doc.model} hold none of this build's commands yet")
         return Collapsed(_("This build ran: {parts} ({backend}, {device}; not for copying)",
                            parts=listed(names), backend=self.backend, device=self.prov.device), blocks)
+
+
+def collect_env_block(docs: list, backend: str, label: str) -> Collapsed | str:
+    """A "Deploy it yourself" tab's ``vllm collect-env`` report: the newest of ``docs`` (this build's document
+    first, then the recorded ones) built on ``backend`` that captured one, collapsed; or the HTML of one line
+    saying that no build of that kind captured it yet, with the command to run."""
+    found = [d for d in docs if d.provenance.backend == backend and d.provenance.machine.collect_env is not None]
+    if not found:
+        ascend = platform_for(backend).ascend
+        script = "python /vllm-workspace/vllm-ascend/collect_env.py" if ascend else "vllm collect-env"
+        note = _("Environment report: not captured yet, no {label} build of this page has recorded one. On your "
+                 "host ({where}), {command} prints it.", label=label, command=script,
+                 where=_("in vllm-ascend's container") if ascend else _("where vLLM is installed"))
+        return f'<p class="tut-note">{html(note).replace(html(script), f"<code>{html(script)}</code>")}</p>'
+    d = max(found, key=lambda d: d.provenance.built_at)
+    c, p = d.provenance.machine.collect_env, d.provenance
+    return Collapsed(_("Environment report ({command}), as the {label} build of {date} captured it ({device})",
+                       command=c.command, label=label, date=p.built_at[:10], device=p.device),
+                     [(c.command, c.text)],
+                     note=_("What a deployer attaches to a bug report: run the same command on your host and "
+                            "compare it with this one."))

@@ -1,0 +1,76 @@
+"""Is B faster than A on this host?  Two configurations of a model's page, measured alternately.
+
+  make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4"
+  make compare MODEL=qwen3-0.6b A="" B="VLLM_CPU_OMP_THREADS_BIND=0" K=8
+  python scripts/compare.py qwen3-0.6b --a="" --b="--max-num-seqs 4" [--k 6] [--tiny] [--out FILE]
+
+A side is what ``A=`` / ``B=`` hold: ``NAME=value`` words set its server's environment, the other words are
+vLLM flags added after the page's serve command (empty: the page's server as it is).  Both servers start
+first; then ``k`` rounds each run the page's gated steps (its benchmark at the report's conditions, or its
+concurrency sweep and roofline) once per side, the side going first alternating, and judge each headline
+figure by its ratio B/A within the rounds: the median, an exact 95 % interval, and "B better", "B worse" or
+"no measurable change" (:mod:`npu_tutorials.measure.paired`).  Prints the table and writes the document
+(``_build/compare/<model>-<time>.json`` by default), which the methods page explains and
+``npu_tutorials.views.paired`` draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+from pathlib import Path
+
+from . import ROOT, command
+from ..core.errors import TutorialError
+from ..inputs.cards import load_card
+from ..inputs.standin import ensure_standin, tiny_config
+from ..inputs.weights import local_path_var
+from ..record.results import write_record
+from ..record.schema_paired import Side
+from ..tutorial.remeasure import measure_paired
+from ..views.paired import paired_table
+
+ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def parse_side(label: str, text: str) -> Side:
+    """``"VLLM_X=1 --max-num-seqs 4"`` as a side: environment words first or anywhere, flags the rest."""
+    try:
+        words = shlex.split(text or "")
+    except ValueError as exc:
+        raise TutorialError(f"side {label}: {text!r} is not a shell word list: {exc}") from None
+    env = dict(w.split("=", 1) for w in words if ENV_WORD.match(w))
+    flags = [w for w in words if not ENV_WORD.match(w)]
+    if flags and not flags[0].startswith("-"):
+        raise TutorialError(f"side {label}: {flags[0]!r} is neither NAME=value nor a vLLM flag (--...)")
+    return Side(label=label, flags=flags, env=env)
+
+
+def run() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", help="a card key")
+    ap.add_argument("--a", default="", help="side A: NAME=value words and vLLM flags (default: the page's server)")
+    ap.add_argument("--b", default="", help="side B, likewise")
+    ap.add_argument("--k", type=int, default=6, help="rounds (6 or more for a 95 %% interval; default 6)")
+    ap.add_argument("--tiny", action="store_true", help="the card's 2-layer test stand-in instead of its own")
+    ap.add_argument("--out", type=Path, default=None, help="the document (default _build/compare/<model>-<time>.json)")
+    a = ap.parse_args()
+    if a.k < 2:
+        raise TutorialError("--k must be at least 2 (a comparison is judged over rounds; 6 for a 95 % interval)")
+    card = load_card(a.model)
+    side_a, side_b = parse_side("A", a.a), parse_side("B", a.b)
+    if a.tiny:
+        os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
+                                                              label="tiny").path)
+    doc = measure_paired(card.key, side_a, side_b, a.k)
+    out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{doc.built_at[:19].replace(':', '')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_record(doc.model_dump(mode="json"), out)
+    print(repr(paired_table(doc)))
+    print(f"wrote {out}")
+    return 0
+
+
+main = command(run)  # scripts/compare.py and npu-tutorials-compare

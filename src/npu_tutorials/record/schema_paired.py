@@ -1,0 +1,62 @@
+"""A paired comparison's document: two configurations measured alternately on one host, and per gated figure
+the ratio within pairs with its confidence interval (:mod:`npu_tutorials.measure.paired`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..core.model import StrictModel
+from .schema import Machine, WeightsInfo
+
+PAIRED_SCHEMA = 1
+
+
+class Side(StrictModel):
+    """One configuration: the flags added to the page's serve command and the environment set for its server."""
+
+    label: str
+    flags: list[str] = []
+    env: dict[str, str] = {}
+    versions: dict[str, str | None] = Field({}, description="vLLM, vllm-ascend, torch as this side's run found them")
+
+
+class PairedRatio(StrictModel):
+    """One figure, B against A: the ratio B/A of each round, their median and a distribution-free interval for
+    that median (the sign test's order statistics), and what it says."""
+
+    key: str
+    label: str
+    unit: str
+    better: Literal["higher", "lower"]
+    ratios: list[float]
+    median: float
+    low: float
+    high: float
+    confidence: float = Field(description="the interval's exact coverage (>= 0.95 from 6 rounds on)")
+    k: int
+    verdict: Literal["B better", "B worse", "no measurable change"]
+
+
+class Comparison(StrictModel):
+    """``make compare``'s document: both sides' configuration and provenance, each round's figures per side in the
+    order they ran, and the paired ratios."""
+
+    schema_version: int = PAIRED_SCHEMA
+    model: str
+    built_at: str
+    git_commit: str | None = None
+    machine: Machine
+    weights: WeightsInfo | None = Field(None, description="what both sides served (real with id and revision, or a stand-in)")
+    profile: str
+    steps: list[str] = Field(description="the page's gated steps each side ran per round")
+    servers: Literal["shared", "fresh"] = Field(
+        description="shared: one server per side for every round; fresh: a new server per side and round")
+    a: Side
+    b: Side
+    order: list[str] = Field(description="who ran first in each round: 'AB' or 'BA'")
+    rounds_a: list[dict[str, float]]
+    rounds_b: list[dict[str, float]]
+    ratios: list[PairedRatio]
+    wall_time_s: float | None = None

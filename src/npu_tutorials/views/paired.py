@@ -1,0 +1,66 @@
+"""Views of a paired comparison's document (:class:`~npu_tutorials.record.schema_paired.Comparison`): the table
+of ratios and a forest plot of them with their intervals, drawn from the document alone, so a comparison made
+on any runner renders the same way."""
+
+from __future__ import annotations
+
+from ..core.messages import N_, _
+from ..core.tables import Table
+from ..record.schema_paired import Comparison, Side
+from .plots import _plt, with_fonts
+
+VERDICTS = {"B better": N_("B better"), "B worse": N_("B worse"), "no measurable change": N_("no measurable change")}
+
+
+def side_text(side: Side) -> str:
+    """A side as ``make compare`` was given it: its environment words, then its flags; the page's server as it
+    is when it has neither."""
+    words = [f"{k}={v}" for k, v in side.env.items()] + list(side.flags)
+    return " ".join(words) if words else _("the page's server as it is")
+
+
+def _pct(r: float) -> str:
+    return f"{100 * (r - 1):+.1f} %"
+
+
+def paired_table(doc: Comparison) -> Table:
+    """Per headline figure: each side's median over the rounds, the paired ratio B/A (median and interval, as
+    changes in per cent) and the verdict."""
+    rows = []
+    for p in doc.ratios:
+        a = sorted(r[p.key] for r in doc.rounds_a)
+        b = sorted(r[p.key] for r in doc.rounds_b)
+        unit = f" {p.unit}" if p.unit else ""
+        rows.append([_(p.label), f"{a[len(a) // 2]:.4g}{unit}", f"{b[len(b) // 2]:.4g}{unit}",
+                     f"{p.median:.3f} ({_pct(p.median)})", f"{p.low:.3f} – {p.high:.3f}", _(VERDICTS[p.verdict])])
+    conf = min((p.confidence for p in doc.ratios), default=0.0)
+    note = _("A: {a}. B: {b}. {k} rounds of the page's gated steps ({steps}) per side, alternating AB, BA, ...; "
+             "servers: {servers}. The ratio is B/A within each round (the host's drift cancels); the interval "
+             "is the sign test's exact {conf:.1f} % interval for its median. A change is called only when the "
+             "interval excludes 1.", a=side_text(doc.a), b=side_text(doc.b), k=len(doc.order),
+             steps=", ".join(doc.steps), servers=_("one per side for every round") if doc.servers == "shared"
+             else _("a fresh one per side and round"), conf=100 * conf)
+    return Table([_("figure"), _("A (median)"), _("B (median)"), _("B/A (median)"), _("interval"), _("verdict")],
+                 rows, caption=_("Paired comparison on {device} ({date})", device=doc.machine.device_label,
+                                 date=doc.built_at[:10]), note=note)
+
+
+@with_fonts
+def paired_forest(doc: Comparison):
+    """Each figure's ratio B/A: every round's ratio (dots), their median (bar) and the interval (line), around 1."""
+    plt = _plt()
+    ratios = doc.ratios
+    fig, ax = plt.subplots(figsize=(7.5, 0.7 + 0.55 * max(1, len(ratios))))
+    for i, p in enumerate(ratios):
+        colour = "#888888" if p.verdict == "no measurable change" else (
+            "#2e7d32" if p.verdict == "B better" else "#b5523b")
+        ax.plot([p.low, p.high], [i, i], color=colour, lw=2.5)
+        ax.plot([p.median], [i], marker="|", markersize=16, color=colour)
+        ax.scatter(p.ratios, [i] * len(p.ratios), s=12, color="k", alpha=0.5, zorder=3)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(range(len(ratios)), [_(p.label) for p in ratios])
+    ax.invert_yaxis()
+    ax.set_xlabel(_("B/A per round (dots), median (bar) and interval (line)"))
+    ax.set_title(_("{model}: B against A, {k} paired rounds", model=doc.model, k=len(doc.order)), fontsize=11)
+    fig.tight_layout()
+    return fig

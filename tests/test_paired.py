@@ -1,0 +1,143 @@
+"""Paired comparisons (issue 42): A and B measured alternately on one host, each figure judged by its ratio B/A
+within rounds, with an exact interval for the median ratio; a change is called only when the interval
+excludes 1.  The arithmetic on simulated hosts whose speed drifts, the side parser of ``make compare``, and
+the document's views; ``scripts/compare.py`` on the real engine is in the slow set."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from conftest import require_vllm  # noqa: E402
+from docs import machine  # noqa: E402
+from npu_tutorials.cli.compare import parse_side  # noqa: E402
+from npu_tutorials.core.errors import TutorialError  # noqa: E402
+from npu_tutorials.core.messages import language  # noqa: E402
+from npu_tutorials.measure import paired  # noqa: E402
+from npu_tutorials.record.headline import METRICS  # noqa: E402
+from npu_tutorials.record.schema_paired import Comparison, Side  # noqa: E402
+from npu_tutorials.views.paired import paired_forest, paired_table  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_interval_is_the_sign_tests_exact_one():
+    # k = 6: only the range reaches 95 % (1 - 2/64); k = 10: the 2nd smallest to the 2nd largest (1 - 2*11/1024)
+    assert paired.median_interval([3, 1, 2, 6, 5, 4]) == (1, 6, pytest.approx(1 - 2 / 64))
+    assert paired.median_interval(list(range(1, 11)))[:2] == (2, 9)
+    assert paired.median_interval(list(range(1, 11)))[2] == pytest.approx(1 - 2 * 11 / 1024)
+    low, high, cov = paired.median_interval([1.0, 2.0, 3.0, 4.0, 5.0])  # too few rounds for 95 %: said so
+    assert (low, high) == (1.0, 5.0) and cov == pytest.approx(1 - 2 / 32) and cov < 0.95
+
+
+def test_rounds_alternate_which_side_goes_first():
+    calls = []
+    order, ra, rb = paired.interleaved(lambda i: calls.append(("A", i)) or {"x": 1.0},
+                                       lambda i: calls.append(("B", i)) or {"x": 2.0}, 4)
+    assert order == ["AB", "BA", "AB", "BA"]
+    assert calls == [("A", 0), ("B", 0), ("B", 1), ("A", 1), ("A", 2), ("B", 2), ("B", 3), ("A", 3)]
+    assert len(ra) == len(rb) == 4
+    with pytest.raises(ValueError):
+        paired.interleaved(lambda i: {}, lambda i: {}, 0)
+
+
+def _host(k: int, slowdown: float, seed: int, drift: float = 0.5, noise: float = 0.02):
+    """Simulated rounds on a host whose speed drifts by up to ``drift`` over the session (the 15-50 % the
+    methods page records between hours) plus per-run noise: TPOT of A and of B (B ``slowdown`` slower)."""
+    rng = random.Random(seed)
+    a, b = [], []
+    for i in range(k):
+        host = 1.0 + drift * rng.random()  # this round's speed of the host, shared by both sides
+        a.append({"median_tpot_ms": 40.0 * host * (1 + rng.gauss(0, noise))})
+        b.append({"median_tpot_ms": 40.0 * host * slowdown * (1 + rng.gauss(0, noise))})
+    return a, b
+
+
+def test_a_ten_percent_slowdown_is_called_on_a_drifting_host_and_an_unchanged_pair_is_not():
+    tpot = [m for m in METRICS if m[0] == "median_tpot_ms"]
+    slow = [paired.paired_ratios(*_host(6, 1.10, seed), tpot)[0] for seed in range(10)]
+    assert sum(r.verdict == "B worse" for r in slow) >= 9
+    same = [paired.paired_ratios(*_host(6, 1.0, seed), tpot)[0] for seed in range(10)]
+    assert sum(r.verdict != "no measurable change" for r in same) <= 1
+    # the same rounds unpaired (each side's median, the host drifting 50 %) cannot tell the 10 % apart
+    a, b = _host(6, 1.10, 0)
+    ma = sorted(r["median_tpot_ms"] for r in a)
+    mb = sorted(r["median_tpot_ms"] for r in b)
+    assert max(ma) > min(mb)  # the two sides' ranges overlap
+
+
+def test_a_null_effect_is_no_measurable_change_and_direction_follows_what_is_better():
+    r = paired.paired_ratio("median_tpot_ms", "median TPOT", "ms", "lower", [40, 41, 39, 40, 42, 40],
+                            [40.5, 40.2, 39.6, 39.5, 42.4, 40.1])
+    assert r.verdict == "no measurable change" and r.low < 1 < r.high and r.k == 6
+    up = paired.paired_ratio("output_throughput", "output throughput", "tok/s", "higher", [10] * 6,
+                             [11, 11.2, 10.9, 11.1, 11.3, 11.0])
+    assert up.verdict == "B better" and up.median == pytest.approx(1.105)
+    down = paired.paired_ratio("median_ttft_ms", "median TTFT", "ms", "lower", [10] * 6, [11] * 6)
+    assert down.verdict == "B worse"
+    with pytest.raises(ValueError, match="rounds"):
+        paired.paired_ratio("x", "x", "", "lower", [1, 2], [1])
+
+
+def test_make_compares_sides_are_environment_words_and_flags():
+    s = parse_side("B", "VLLM_CPU_OMP_THREADS_BIND=0 --max-num-seqs 4 --enable-chunked-prefill")
+    assert s.env == {"VLLM_CPU_OMP_THREADS_BIND": "0"} and s.flags == ["--max-num-seqs", "4", "--enable-chunked-prefill"]
+    assert parse_side("A", "") == Side(label="A")
+    with pytest.raises(TutorialError, match="neither NAME=value nor a vLLM flag"):
+        parse_side("A", "max-num-seqs 4")
+    with pytest.raises(TutorialError, match="not a shell word list"):
+        parse_side("A", "--x 'open")
+
+
+def _comparison() -> Comparison:
+    a, b = _host(6, 1.10, 3)
+    for r, s, t in zip(a, b, (100.5, 99.5, 100.2, 99.8, 100.1, 99.9)):
+        r["output_throughput"], s["output_throughput"] = 100.0, t
+    return Comparison(model="qwen3-0.6b", built_at="2026-12-04T12:00:00+00:00", machine=machine(), profile="quick",
+                      steps=["benchmark"], servers="shared", a=Side(label="A"),
+                      b=Side(label="B", flags=["--max-num-seqs", "4"], env={"X": "1"}), order=paired.order_of(6),
+                      rounds_a=a, rounds_b=b, ratios=paired.paired_ratios(a, b, METRICS))
+
+
+def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
+    doc = Comparison.model_validate(json.loads(_comparison().model_dump_json()))  # as stored and read back
+    t = paired_table(doc)
+    rows = {r[0]: r for r in t.rows}
+    assert rows["median TPOT"][-1] == "B worse" and rows["output throughput"][-1] == "no measurable change"
+    assert "X=1 --max-num-seqs 4" in t.note and "the page's server as it is" in t.note and "96.9 %" in t.note
+    fig = paired_forest(doc)
+    assert len(fig.axes[0].get_yticklabels()) == 2
+    with language("zh_CN"):
+        zh = paired_table(doc)
+        paired_forest(doc)
+    assert "B worse" not in repr(zh) and "median TPOT" not in repr(zh)
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
+    """scripts/compare.py end to end: two servers of the tiny stand-in (B with a smaller batch), 2 rounds of
+    the page's benchmark each, alternately; the document reads back and draws."""
+    require_vllm()
+    out = tmp_path / "cmp.json"
+    p = subprocess.run([sys.executable, "scripts/compare.py", "qwen2.5-0.5b", "--tiny", "--k", "2", "--a=",
+                        "--b=--max-num-seqs 2", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=1500, env={**os.environ, "TUTORIAL_CACHE": str(ROOT / ".cache"),
+                                          "TUTORIAL_RESULTS_DIR": str(tmp_path / "results")})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    doc = Comparison.model_validate_json(out.read_text())
+    assert doc.order == ["AB", "BA"] and doc.b.flags == ["--max-num-seqs", "2"] and doc.steps == ["benchmark"]
+    assert {r.key for r in doc.ratios} == {"output_throughput", "median_ttft_ms", "median_tpot_ms"}
+    assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
+    assert "Paired comparison" in p.stdout and "B/A" in p.stdout
+    paired_table(doc), paired_forest(doc)
