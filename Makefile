@@ -8,7 +8,7 @@
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
-# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=6]
+# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=6] [SERVERS=fresh|shared]
 #                  is B faster than A on this host? k rounds of the page's gated steps, alternately (A/B: NAME=value
 #                  words for the server's environment and vLLM flags; empty: the page's server as it is)
 # make screenshots  both languages of a built tutorial page as headless Chromium draws them (_build/screenshots/)
@@ -62,6 +62,7 @@ MODEL ?=
 A ?=
 B ?=
 K ?= 6
+SERVERS ?= fresh
 .PHONY: compare html html-noplot test browser screenshots check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
@@ -85,7 +86,7 @@ assemble: venv
 
 compare: venv
 	@test -n "$(MODEL)" || { echo "make compare: name the model, e.g. MODEL=qwen3-0.6b" >&2; exit 2; }
-	$(RUN) $(VPY) scripts/compare.py "$(MODEL)" --a="$(A)" --b="$(B)" --k="$(K)"
+	$(RUN) $(VPY) scripts/compare.py "$(MODEL)" --a="$(A)" --b="$(B)" --k="$(K)" --servers="$(SERVERS)"
 
 html-noplot: venv
 	$(RUN) $(SPHINX) -D plot_gallery=0

@@ -1,13 +1,15 @@
 """Is B faster than A on this host?  Two configurations of a model's page, measured alternately.
 
   make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4"
-  make compare MODEL=qwen3-0.6b A="" B="VLLM_CPU_OMP_THREADS_BIND=0" K=8
+  make compare MODEL=qwen3-0.6b A="" B="VLLM_CPU_OMP_THREADS_BIND=0" K=8 SERVERS=shared
   python scripts/compare.py qwen3-0.6b --a="" --b="--max-num-seqs 4" [--k 6] [--tiny] [--out FILE]
 
 A side is what ``A=`` / ``B=`` hold: ``NAME=value`` words set its server's environment, the other words are
-vLLM flags added after the page's serve command (empty: the page's server as it is).  Both servers start
-first; then ``k`` rounds each run the page's gated steps (its benchmark at the report's conditions, or its
-concurrency sweep and roofline) once per side, the side going first alternating, and judge each headline
+vLLM flags added after the page's serve command (empty: the page's server as it is).  ``k`` rounds each run
+the page's gated steps (its benchmark at the report's conditions, or its concurrency sweep and roofline) once
+per side, the side going first alternating, on a fresh server per side and round (``--servers shared``: one
+server per side, both started first, for every round; cheaper, but the difference between those two starts
+then counts as the sides'), and judge each headline
 figure by its ratio B/A within the rounds: the median, an exact 95 % interval, and "B better", "B worse" or
 "no measurable change" (:mod:`npu_tutorials.measure.paired`).  Prints the table and writes the document
 (``_build/compare/<model>-<time>.json`` by default), which the methods page explains and
@@ -29,7 +31,7 @@ from ..inputs.standin import ensure_standin, tiny_config
 from ..inputs.weights import local_path_var
 from ..record.results import write_record
 from ..record.schema_paired import Side
-from ..tutorial.remeasure import measure_paired
+from ..tutorial.remeasure import SERVERS, measure_paired
 from ..views.paired import paired_table
 
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -54,6 +56,9 @@ def run() -> int:
     ap.add_argument("--a", default="", help="side A: NAME=value words and vLLM flags (default: the page's server)")
     ap.add_argument("--b", default="", help="side B, likewise")
     ap.add_argument("--k", type=int, default=6, help="rounds (6 or more for a 95 %% interval; default 6)")
+    ap.add_argument("--servers", choices=SERVERS, default="fresh",
+                    help="fresh (default): a server per side and round, one at a time; shared: one per side for "
+                         "every round, both running (cheaper; the two starts' difference counts as the sides')")
     ap.add_argument("--tiny", action="store_true", help="the card's 2-layer test stand-in instead of its own")
     ap.add_argument("--out", type=Path, default=None, help="the document (default _build/compare/<model>-<time>.json)")
     a = ap.parse_args()
@@ -64,7 +69,7 @@ def run() -> int:
     if a.tiny:
         os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
                                                               label="tiny").path)
-    doc = measure_paired(card.key, side_a, side_b, a.k)
+    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers)
     out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{doc.built_at[:19].replace(':', '')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_record(doc.model_dump(mode="json"), out)

@@ -21,7 +21,7 @@ import math
 import statistics
 from typing import Callable
 
-from ..record.schema_paired import PairedRatio
+from ..record.schema_base import PairedRatio
 
 CONFIDENCE = 0.95
 
@@ -89,3 +89,12 @@ def paired_ratios(rounds_a: list[dict[str, float]], rounds_b: list[dict[str, flo
             out.append(paired_ratio(key, label, unit, better, [r[key] for r in rounds_a],
                                     [r[key] for r in rounds_b]))
     return out
+
+
+def in_blocks(rounds_a: list[dict[str, float]], rounds_b: list[dict[str, float]],
+              metrics: list[tuple[str, str, str, str]], k: int) -> list[list[PairedRatio]]:
+    """A long comparison cut into consecutive blocks of ``k`` rounds, each judged as a comparison of ``k``
+    rounds would be (what ``make compare K=k`` would have said at each point of the session); the rest of the
+    rounds left out.  The methods page's resolution and false alarms are counted over these blocks."""
+    n = len(rounds_a) // k
+    return [paired_ratios(rounds_a[i * k:(i + 1) * k], rounds_b[i * k:(i + 1) * k], metrics) for i in range(n)]

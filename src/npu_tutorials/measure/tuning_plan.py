@@ -29,7 +29,8 @@ from ..core.messages import N_, _
 from ..engine.platform import platform_for
 from ..inputs.knobs import (SKIP_UNSUPPORTED, combinable, in_effect, installed_vllm_ascend, merge, preloaded,
                             release_tuple, resolve_env, unsupported)
-from ..record.schema_base import Message
+from ..record.schema_base import Message, Stat
+from .paired import paired_ratios
 from ..inputs.cards import load_card
 from ..inputs.gallery_index import tutorials
 from ..record.results import recorded
@@ -187,13 +188,20 @@ def combination_server(knobs: Sequence) -> TuningServer:
 
 
 def starts(card, backend: str, profile: str, *, sweep_mode: str | None = None, **select) -> dict[str, int]:
-    """Server starts the tuning section makes at most: configurations measured alone, the combination
-    (one, where two knobs or more are measured) and the tiny model of the fixed overhead."""
-    servers, sel = tuning_servers(card, backend, profile, sweep_mode=sweep_mode, **select)
+    """Server starts the tuning section makes at most: configurations measured alone (where it measures knobs,
+    :data:`PAIRED_ROUNDS` rounds of every configuration but the report's conditions, which run once), the
+    combination (where two knobs or more are measured: paired with graph mode likewise) and the tiny model of
+    the fixed overhead."""
+    rounds = PAIRED_ROUNDS if tuning_servers(card, backend, profile, sweep_mode=sweep_mode, **select)[1].run else 1
+    # paired rounds measure graph mode in every round: a graph-mode sweep's server stands for none of them
+    servers, sel = tuning_servers(card, backend, profile, sweep_mode=None if rounds > 1 and sweep_mode == "graph"
+                                  else sweep_mode, **select)
     t = card.tuning
-    return {"configurations": sum(not s.reused for s in servers) if t else 0,
-            "combination": int(len(sel.run) >= 2),
-            "overhead": int(bool(t and t.overhead_model))}
+    eager = sum(s.name == EAGER and not s.reused for s in servers)
+    return {"configurations": (eager + rounds * sum(s.name != EAGER and not s.reused for s in servers)) if t else 0,
+            "combination": (2 * rounds if rounds > 1 else 1) if len(sel.run) >= 2 else 0,
+            "overhead": int(bool(t and t.overhead_model)),
+            "rounds": rounds}
 
 
 # -- what a server's log says ------------------------------------------------------------------------------
@@ -239,10 +247,53 @@ def _pairs(row, base):
     return out
 
 
+PAIRED_ROUNDS = 6  # rounds of the paired comparison where a build measures knobs (>= 6: a 95 % interval)
+TUNING_METRICS = [("tpot_ms", N_("TPOT at concurrency 1"), "ms", "lower"),
+                  ("throughput_high", N_("output throughput at the highest concurrency"), "tok/s", "higher")]
+
+
+def row_figures(row) -> dict[str, float]:
+    """The figures one round's row is paired on: TPOT at 1 and throughput at the highest concurrency."""
+    out = {"tpot_ms": row.tpot_ms.median}
+    if row.throughput_high is not None:
+        out["throughput_high"] = row.throughput_high.median
+    return out
+
+
+def paired_vs(rounds_row: Sequence, rounds_base: Sequence) -> list:
+    """A configuration's rounds against graph mode's rounds of the same build (the same rounds, in order), as
+    paired ratios (:func:`npu_tutorials.measure.paired.paired_ratios`)."""
+    return paired_ratios([row_figures(r) for r in rounds_base], [row_figures(r) for r in rounds_row],
+                         TUNING_METRICS)
+
+
+def merge_rounds(rounds: Sequence):
+    """One configuration's rows of every round as one row: each figure the median over the rounds' medians (its
+    spread and sample size: the rounds'), start-up likewise."""
+    first = rounds[0]
+    if len(rounds) == 1:
+        return first
+    high = [r.throughput_high.median for r in rounds if r.throughput_high is not None]
+    fraction = [r.fraction for r in rounds if r.fraction is not None]
+    return first.model_copy(update={
+        "startup_s": round(Stat.of([r.startup_s for r in rounds]).median, 1),
+        "tpot_ms": Stat.of([r.tpot_ms.median for r in rounds]),
+        "throughput_c1": Stat.of([r.throughput_c1.median for r in rounds]),
+        "throughput_high": Stat.of(high) if len(high) == len(rounds) else first.throughput_high,
+        "fraction": Stat.of(fraction).median if fraction else None})
+
+
 def verdict(row, base) -> str:
-    """``row`` against ``base`` on TPOT at concurrency 1 and output throughput at the highest concurrency:
-    "better" / "worse" when one figure moved beyond the spread (interquartile ranges apart) and none the
-    other way, "mixed" when both ways, else "no clear change"."""
+    """``row`` against ``base`` on TPOT at concurrency 1 and output throughput at the highest concurrency.
+    Paired (``row.vs_graph``, measured in rounds with graph mode): "better" / "worse" when one figure's interval
+    excludes 1 that way and none the other, "mixed" when both ways, else "no measurable change".  Measured
+    once (a document from before, or a build of one round): beyond the spread (interquartile ranges apart),
+    else "no clear change"."""
+    if row.vs_graph:
+        calls = {p.verdict for p in row.vs_graph}
+        up, down = "B better" in calls, "B worse" in calls
+        return (N_("mixed") if up and down else N_("better") if up else N_("worse") if down
+                else N_("no measurable change"))
     up = down = False
     for lower, r, b in _pairs(row, base):
         better = r.q3 < b.q1 if lower else r.q1 > b.q3
@@ -252,8 +303,12 @@ def verdict(row, base) -> str:
 
 
 def gain(row, base) -> float:
-    """The geometric mean of the speedups of ``row`` over ``base`` (TPOT at 1, throughput at the highest)."""
-    ratios = [(b.median / r.median) if lower else (r.median / b.median) for lower, r, b in _pairs(row, base)]
+    """The geometric mean of the speedups of ``row`` over ``base`` (TPOT at 1, throughput at the highest): the
+    paired medians where the row has them, else the medians' ratios."""
+    if row.vs_graph:
+        ratios = [1 / p.median if p.better == "lower" else p.median for p in row.vs_graph]
+    else:
+        ratios = [(b.median / r.median) if lower else (r.median / b.median) for lower, r, b in _pairs(row, base)]
     return math.prod(ratios) ** (1 / len(ratios))
 
 
@@ -322,9 +377,12 @@ def runner_tuning_md() -> str:
                    environ=image_environ("aarch64"), machine="aarch64", exists=lambda path: True, vllm_ascend="")
         sw = card.sweeps["full"]
         top = max(sw.concurrency)
-        what = (f"up to {sum(n.values())}: {n['configurations']} configurations (the report's conditions and each "
-                f"knob the image's baseline lacks, alone), at most {n['combination']} combination of the knobs that "
-                f"helped, {n['overhead']} tiny model for the fixed overhead")
+        paired = (f" ({n['rounds']} paired rounds: each round starts graph mode and every knob once)"
+                  if n["rounds"] > 1 else "")
+        what = (f"up to {n['configurations'] + n['combination'] + n['overhead']}: {n['configurations']} starts of the "
+                f"report's conditions, graph mode and each knob the image's baseline lacks, alone{paired}; at most "
+                f"{n['combination']} for the combination of the knobs that helped (with graph mode, paired); "
+                f"{n['overhead']} tiny model for the fixed overhead")
         each = (f"a server start, then {sw.repeats} benchmark runs at concurrency 1 ({max(2, sw.rounds)} "
                 f"requests) and {sw.repeats} at {top} ({max(2, sw.rounds * top)} requests)")
         rec = []

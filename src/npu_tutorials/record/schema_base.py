@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -61,3 +61,20 @@ class Message(StrictModel):
 
     def __str__(self) -> str:  # the English sentence (logs, the terminal)
         return self.msgid.format(**self.fields) if self.fields else self.msgid
+
+
+class PairedRatio(StrictModel):
+    """One figure, B against A: the ratio B/A of each round, their median and a distribution-free interval for
+    that median (the sign test's order statistics), and what it says."""
+
+    key: str
+    label: str
+    unit: str
+    better: Literal["higher", "lower"]
+    ratios: list[float]
+    median: float
+    low: float
+    high: float
+    confidence: float = Field(description="the interval's exact coverage (>= 0.95 from 6 rounds on)")
+    k: int
+    verdict: Literal["B better", "B worse", "no measurable change"]

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ..core.model import StrictModel
 from .schema import Machine, WeightsInfo
+from .schema_base import PairedRatio  # noqa: F401  (a comparison's ratios; shared with the tuning section)
 
 PAIRED_SCHEMA = 1
 
@@ -20,23 +21,6 @@ class Side(StrictModel):
     flags: list[str] = []
     env: dict[str, str] = {}
     versions: dict[str, str | None] = Field({}, description="vLLM, vllm-ascend, torch as this side's run found them")
-
-
-class PairedRatio(StrictModel):
-    """One figure, B against A: the ratio B/A of each round, their median and a distribution-free interval for
-    that median (the sign test's order statistics), and what it says."""
-
-    key: str
-    label: str
-    unit: str
-    better: Literal["higher", "lower"]
-    ratios: list[float]
-    median: float
-    low: float
-    high: float
-    confidence: float = Field(description="the interval's exact coverage (>= 0.95 from 6 rounds on)")
-    k: int
-    verdict: Literal["B better", "B worse", "no measurable change"]
 
 
 class Comparison(StrictModel):

@@ -6,7 +6,7 @@ from pydantic import Field, field_validator
 
 from ..core.model import StrictModel
 from ..engine.bench import NOT_STORED
-from .schema_base import Message, Stat
+from .schema_base import Message, PairedRatio, Stat
 
 
 class BenchConditions(StrictModel):
@@ -109,10 +109,16 @@ class TuningRow(StrictModel):
     throughput_high: Stat | None = None
     high_concurrency: int | None = None
     fraction: float | None = None
+    vs_graph: list[PairedRatio] = Field([], description="this row against graph mode, paired over the section's "
+                                                        "rounds (TPOT at 1, throughput at the highest concurrency); "
+                                                        "empty: measured once (one round), or graph mode itself")
 
 
 class Tuning(StrictModel):
     rows: list[TuningRow]
+    rounds: int = Field(1, description="rounds of the paired comparison against graph mode: each round starts "
+                                       "every measured configuration once, the order reversed every other round; "
+                                       "a row's figures are medians over its rounds")
     best: str = ""
     skipped: dict[str, Message] = Field({}, description="knobs of this backend not measured in this build, and why")
     build_env: dict[str, str] = Field({}, description="the variables the knobs set, as this build's environment "

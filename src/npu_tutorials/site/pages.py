@@ -17,6 +17,7 @@ from ..inputs.gallery_index import tutorials
 from ..record.results import read_doc, recorded, results_dir, shown_doc
 from .i18n import extracting
 from .landing import coverage_matrix, support_matrix
+from .paired_page import PAIRED_MARK, paired_markdown
 from .prepare import read_record
 from ..record.results import this_build
 
@@ -143,6 +144,8 @@ def fill_landing(app, docname: str, source: list[str]) -> None:
                      .replace("<!-- floors -->", floors_markdown())
                      .replace("<!-- repeatability -->", repeatability_markdown())
                      .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
+    if PAIRED_MARK in source[0]:
+        source[0] = source[0].replace(PAIRED_MARK, paired_markdown(page_lang(app), Path(app.outdir) / "_images"))
     if GRID_MARK in source[0] or FIGURE_MARK in source[0]:
         grid, figure = overview(page_lang(app), Path(app.outdir) / "_images")
         source[0] = source[0].replace(GRID_MARK, grid).replace(FIGURE_MARK, figure)

@@ -79,6 +79,14 @@ def note_failure(reason: str) -> None:
     _FAILURE[:] = [reason]
 
 
+def detach(tut: "Tutorial") -> "Tutorial":
+    """Take ``tut`` out of the unfinished tutorials that the next one (and :func:`abandon_active`) stops: for a
+    caller that runs several at once and stops each itself (:func:`~.remeasure.measure_paired`)."""
+    if tut in _ACTIVE:
+        _ACTIVE.remove(tut)
+    return tut
+
+
 def abandon_active(reason: str = "the tutorial stopped before finish()") -> None:
     """Stop every unfinished tutorial's server and write what it measured, marked failed (with the cause
     :func:`note_failure` recorded, where there is one)."""
@@ -173,12 +181,13 @@ class Tutorial:
         r.offline_example = self._serving.run_offline_example(timeout)
         return r.offline_example
 
-    def start_server(self, extra: list[str] | None = None):
+    def start_server(self, extra: list[str] | None = None, *, now: bool = True):
         """Start the OpenAI-compatible server with ``extra`` flags: the deployment as it is served; a step that
-        needs another (the engine-vs-reference checks on a CPU without native bf16) gets it started then."""
+        needs another (the engine-vs-reference checks on a CPU without native bf16) gets it started then.
+        ``now=False``: only say what to serve; the first step that needs the server starts it."""
         if self.state.serve_path is None:
             self.prepare_serving_checkpoint()
-        return self._serving.start_server(extra)
+        return self._serving.start_server(extra, now=now)
 
     def record_completion(self, prompt: str, completion):
         """Record the functional request's reply (an OpenAI completion or chat completion), then send the same

@@ -22,7 +22,7 @@ from ..record.headline import METRICS, gated_steps, headline_figures
 from ..record.results import git_commit, now_utc
 from ..record.schema import ResultsDoc
 from ..record.schema_paired import Comparison, Side
-from .facade import Tutorial
+from .facade import Tutorial, detach
 
 
 @contextlib.contextmanager
@@ -59,39 +59,48 @@ def measure_gated(key: str) -> ResultsDoc:
     return tut.doc
 
 
-def _side_tutorial(key: str, side: Side, work: Path) -> Tutorial:
-    """Side ``side``'s tutorial with its server started: its flags after the page's, its environment added to
-    the build's, its working files in a folder of its own."""
+def _side_tutorial(key: str, side: Side, work: Path, fresh: bool) -> Tutorial:
+    """Side ``side``'s tutorial: its flags after the page's, its environment added to the build's, its working
+    files in a folder of its own; its server started now unless each round starts one (``fresh``)."""
     with scratch_env(TUTORIAL_ARTIFACTS_DIR=str(work / side.label / "artifacts"),
                      TUTORIAL_RESULTS_DIR=str(work / side.label / "results")):
-        tut = Tutorial(key)
+        tut = detach(Tutorial(key))  # the other side's Tutorial must not stop this one
     try:
         tut.state.device_env.update(side.env)
         tut.prepare_weights()
-        tut.start_server(extra=list(side.flags))
+        tut.start_server(extra=list(side.flags), now=not fresh)
     except BaseException:
         tut.stop()
         raise
     return tut
 
 
-def measure_paired(key: str, a: Side, b: Side, k: int = 6) -> Comparison:
+SERVERS = ("fresh", "shared")
+
+
+def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh") -> Comparison:
     """Card ``key``'s gated steps under configurations ``a`` and ``b``, ``k`` rounds, alternately on this host.
 
-    Both servers start first and serve every round (``servers: shared``: a configuration of flags and
-    environment needs no other); each round runs the gated steps once per side, the side going first
-    alternating, with prompts of that round's own.  The figures of a round are the page's headline figures.
-    Everything started is stopped afterwards, after success, error or Ctrl-C."""
-    card = load_card(key)
-    steps = gated_steps(card)
-    t0 = time.monotonic()
+    Each round runs the gated steps once per side, the side going first alternating, with prompts of that
+    round's own; the figures of a round are the page's headline figures.  ``servers``: ``fresh`` (default),
+    each side starts a server of its own in every round and stops it after, so one server runs at a time
+    (device memory as the page has it) and the rounds sample what differs between two starts of one
+    configuration too; ``shared``: both servers start first and serve every round (cheaper; a difference
+    between those two servers' starts then counts as the configurations' difference).  Everything started
+    is stopped afterwards, after success, error or Ctrl-C."""
+    if servers not in SERVERS:
+        raise ValueError(f"servers must be one of {', '.join(SERVERS)}, not {servers!r}")
     if a.label == b.label:
         raise ValueError(f"the two sides need distinct labels (both are {a.label!r})")
+    card = load_card(key)
+    steps = gated_steps(card)
+    fresh = servers == "fresh"
+    t0 = time.monotonic()
     tuts: dict[str, Tutorial] = {}
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         try:
             for name, side in (("A", a), ("B", b)):
-                tuts[name] = _side_tutorial(key, side, Path(work))
+                tuts[name] = _side_tutorial(key, side, Path(work), fresh)
 
             def measure(name: str):
                 def one_round(i: int) -> dict[str, float]:
@@ -99,6 +108,8 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6) -> Comparison:
                     tut.state.round = i + 1  # round 0 is a page's: its prompts stay the page's own
                     for step in steps:
                         getattr(tut, step)()
+                    if fresh:
+                        tut.state.servers.stop()
                     return {fk: f.value for fk, f in headline_figures(tut.doc).items()}
                 return one_round
 
@@ -110,6 +121,6 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6) -> Comparison:
     for side, name in ((a, "A"), (b, "B")):
         side.versions = dict(tuts[name].doc.provenance.machine.versions)
     return Comparison(model=key, built_at=now_utc(), git_commit=git_commit(), machine=ref.machine,
-                      weights=ref.weights, profile=ref.profile, steps=steps, servers="shared", a=a, b=b,
+                      weights=ref.weights, profile=ref.profile, steps=steps, servers=servers, a=a, b=b,
                       order=order, rounds_a=ra, rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS),
                       wall_time_s=round(time.monotonic() - t0, 1))

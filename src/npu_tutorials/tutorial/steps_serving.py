@@ -67,7 +67,7 @@ class ServingSteps:
         return out
 
     # -- serving ---------------------------------------------------------------------
-    def start_server(self, extra: list[str] | None = None) -> VLLMServer:
+    def start_server(self, extra: list[str] | None = None, now: bool = True) -> VLLMServer | None:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) with ``extra`` flags after
         the card's: the deployment as it is served (the performance role); a later step that needs another
         server (:class:`~.servers.ServerPool`) gets it started then."""
@@ -76,7 +76,7 @@ class ServingSteps:
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
         pool = self.s.servers.open(path, (*accuracy.RAW_LOGITS_FLAGS, *(extra or ())), self._reference_meanwhile)
-        return pool.ensure("performance")
+        return pool.ensure("performance") if now else None
 
     def _reference_meanwhile(self, dtype: str):
         """While a server in ``dtype`` starts (its processes import and load, mostly on one core), the fp32

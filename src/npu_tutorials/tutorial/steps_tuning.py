@@ -64,10 +64,12 @@ class TuningSteps:
         """A configuration's environment as its server gets it: a preload goes in front of the build's own."""
         return resolve_env(env, "", {**os.environ, **self.s.run_env})
 
-    def _measure_config(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept) -> TuningRow:
+    def _measure_config(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept,
+                        tag: str = "0") -> TuningRow:
         """Start the server of one configuration (graph mode plus ``srv``'s flags and environment) and measure
         it at concurrency 1 and at the sweep's highest, or take the concurrency sweep's points (``swept``) where
-        its own server was this configuration; ``out``: the section so far."""
+        its own server was this configuration; ``out``: the section so far; ``tag``: this measurement's own
+        (its server's log and its prompts)."""
         top = max(self.performance.sweep.concurrency)
         if srv.reused:
             conc = {p.concurrency: p for p in swept.points}
@@ -76,10 +78,9 @@ class TuningSteps:
         else:
             mode = f" ({self.s.platform.graph_mode})" if srv.name == GRAPH else ""
             with self.s.step(f"tuning: {srv.name}{mode}"):
-                self._start(f"server start, {srv.name}", flags=srv.flags, env=srv.env, label=f"-tune{len(out.rows)}")
-                tag = f"tune{len(out.rows)}-"
-                thr1, tpot1, _ = self.performance.point(1, tag)
-                thr_top, _, _ = self.performance.point(top, tag)
+                self._start(f"server start, {srv.name}", flags=srv.flags, env=srv.env, label=f"-tune{tag}")
+                thr1, tpot1, _ = self.performance.point(1, f"tune{tag}-")
+                thr_top, _, _ = self.performance.point(top, f"tune{tag}-")
                 startup = self.s.server.startup_s
                 log = self.s.server.log_path
                 if out.cpu_binding is None and log.is_file():  # vllm-ascend's own CPU binding, as it logged it
@@ -89,17 +90,54 @@ class TuningSteps:
                          startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
                          high_concurrency=top, fraction=roofline_fraction(bytes_, tpot1.median, bw))
 
-    def _measure_knobs(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept) -> TuningRow | None:
+    def _measure_knobs(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept,
+                       tag: str = "0") -> TuningRow | None:
         """:meth:`_measure_config` for a configuration with knobs: one whose server does not start or dies
         is recorded as not measured (in ``out.skipped``), with the server's own first line, and the section goes
         on."""
         try:
-            return self._measure_config(srv, bytes_, bw, out, swept)
+            return self._measure_config(srv, bytes_, bw, out, swept, tag)
         except TutorialError as exc:
             self.s.servers.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             out.skipped[srv.name.removeprefix(f"{GRAPH} + ")] = Message.of(SKIP_FAILED, error=first)
             return None
+
+    def _rounds(self, servers, k: int, bytes_: float, bw: float | None, out: Tuning,
+                swept: Swept) -> dict[str, list[TuningRow]]:
+        """Each configuration's row per round: ``k`` rounds, each starting every configuration once (the report's
+        eager conditions in the first round only: nothing is compared with them), the order reversed every other
+        round, so that a host's drift within a round favours none.  A configuration whose server fails in
+        any round has no rows (:meth:`_measure_knobs` records why)."""
+        per: dict[str, list[TuningRow]] = {srv.name: [] for srv in servers}
+        failed: set[str] = set()
+        for i in range(k):
+            for srv in servers if i % 2 == 0 else servers[::-1]:
+                if srv.name in failed or (i and srv.name == plan.EAGER):
+                    continue
+                index = servers.index(srv)
+                tag = f"{index}" if k == 1 else f"{index}r{i}"
+                row = (self._measure_knobs if srv.knobs else self._measure_config)(srv, bytes_, bw, out, swept, tag)
+                if row is None:
+                    failed.add(srv.name)
+                    per[srv.name] = []
+                else:
+                    per[srv.name].append(row)
+        return per
+
+    def _combination(self, combo, servers, bytes_: float, bw: float | None, out: Tuning, swept: Swept) -> list:
+        """The knobs that helped, combined: measured once (one round), or paired with graph mode over rounds
+        of their own."""
+        if out.rounds == 1:
+            row = self._measure_knobs(combo, bytes_, bw, out, swept, f"{len(servers)}")
+            return [row] if row is not None else []
+        graph = next(s for s in servers if s.name == GRAPH)
+        per = self._rounds([graph, combo], out.rounds, bytes_, bw, out, swept)
+        if not per[combo.name]:
+            return []
+        row = plan.merge_rounds(per[combo.name])
+        row.vs_graph = plan.paired_vs(per[combo.name], per[GRAPH])
+        return [row]
 
     def tuning(self, sweep: list[ConcurrencyPoint] | None, efficiency: Efficiency | None,
                server: Server | None) -> Tuning | None:
@@ -126,22 +164,26 @@ class TuningSteps:
         swept = Swept(sweep or [], server)
         sweep_ran = 1 in conc and max(self.performance.sweep.concurrency) in conc and server is not None
         environ = {**os.environ, **self.s.run_env}
+        mode = ("eager" if self.s.eager else "graph") if sweep_ran else None
         servers, sel = plan.tuning_servers(self.s.card, self.s.backend, self.s.profile_name, environ=environ,
-                                           sweep_mode=("eager" if self.s.eager else "graph") if sweep_ran else None)
+                                           sweep_mode=mode)
+        out.rounds = plan.PAIRED_ROUNDS if sel.run else 1
+        if out.rounds > 1 and mode == "graph":  # paired rounds measure graph mode in every round
+            servers, sel = plan.tuning_servers(self.s.card, self.s.backend, self.s.profile_name, environ=environ)
         out.skipped = dict(sel.skipped)
         out.build_env = {v: environ.get(v, "") for k in sel.run for v in k.env}
         by_name = {k.name: k for k in sel.run}
-        measured = []
+        per = self._rounds(servers, out.rounds, bytes_, bw, out, swept)
         for srv in servers:
-            row = (self._measure_knobs if srv.knobs else self._measure_config)(srv, bytes_, bw, out, swept)
-            if row is not None:
-                rows.append(row)
-                measured += [(by_name[srv.knobs[0]], row)] if srv.knobs else []
+            if per[srv.name]:
+                rows.append(plan.merge_rounds(per[srv.name]))
+                if srv.knobs and out.rounds > 1:
+                    rows[-1].vs_graph = plan.paired_vs(per[srv.name], per[GRAPH])
+        measured = [(by_name[r.knobs[0]], r) for r in rows if r.knobs]
         base = plan.graph_row(rows)
         combo = plan.best_combination(measured, base)
         if len(combo) >= 2:
-            row = self._measure_knobs(plan.combination_server(combo), bytes_, bw, out, swept)
-            rows += [row] if row is not None else []
+            rows += self._combination(plan.combination_server(combo), servers, bytes_, bw, out, swept)
         best = plan.pick_best(rows[1:], base)
         if t.overhead_model:
             with self.s.step("tuning: fixed overhead on a tiny model of the same architecture"):

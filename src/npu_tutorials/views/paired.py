@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.messages import N_, _
 from ..core.tables import Table
 from ..record.schema_paired import Comparison, Side
-from .plots import _plt, with_fonts
+from . import plots
 
 VERDICTS = {"B better": N_("B better"), "B worse": N_("B worse"), "no measurable change": N_("no measurable change")}
 
@@ -45,22 +45,7 @@ def paired_table(doc: Comparison) -> Table:
                                  date=doc.built_at[:10]), note=note)
 
 
-@with_fonts
 def paired_forest(doc: Comparison):
     """Each figure's ratio B/A: every round's ratio (dots), their median (bar) and the interval (line), around 1."""
-    plt = _plt()
-    ratios = doc.ratios
-    fig, ax = plt.subplots(figsize=(7.5, 0.7 + 0.55 * max(1, len(ratios))))
-    for i, p in enumerate(ratios):
-        colour = "#888888" if p.verdict == "no measurable change" else (
-            "#2e7d32" if p.verdict == "B better" else "#b5523b")
-        ax.plot([p.low, p.high], [i, i], color=colour, lw=2.5)
-        ax.plot([p.median], [i], marker="|", markersize=16, color=colour)
-        ax.scatter(p.ratios, [i] * len(p.ratios), s=12, color="k", alpha=0.5, zorder=3)
-    ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(ratios)), [_(p.label) for p in ratios])
-    ax.invert_yaxis()
-    ax.set_xlabel(_("B/A per round (dots), median (bar) and interval (line)"))
-    ax.set_title(_("{model}: B against A, {k} paired rounds", model=doc.model, k=len(doc.order)), fontsize=11)
-    fig.tight_layout()
-    return fig
+    return plots.paired_forest(doc.ratios, _("{model}: B against A, {k} paired rounds", model=doc.model,
+                                             k=len(doc.order)))

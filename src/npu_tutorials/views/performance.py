@@ -103,6 +103,17 @@ class PerformanceViews(BaseViews):
 
 
 
+def _vs_graph(row, base) -> str:
+    """A row against graph mode: its verdict, and where paired each figure's median change and interval."""
+    said = _(verdict(row, base))
+    if not row.vs_graph:
+        return said
+    parts = [_("{figure} {median} [{low}, {high}]", figure=_("TPOT") if p.key == "tpot_ms" else _("tok/s"),
+               median=f"{100 * (p.median - 1):+.1f} %", low=f"{100 * (p.low - 1):+.1f}",
+               high=f"{100 * (p.high - 1):+.1f}") for p in row.vs_graph]
+    return f"{said}: {'; '.join(parts)}"
+
+
 class TuningViews(BaseViews):
     """The tuning comparison: configurations, knobs and the tuned command (``show.tuning``)."""
 
@@ -115,17 +126,28 @@ class TuningViews(BaseViews):
         rows = [[config_label(r.name),
                  " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or _("(card defaults)"),
                  r.tpot_ms.text(1), r.throughput_c1.text(2), r.throughput_high.text(1) if r.throughput_high else "–",
-                 _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else _(verdict(r, base))]
+                 _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else _vs_graph(r, base)]
                 for r in t.rows]
         high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
         recorded = self.recorded_note("tuning")
         notes = [recorded] if recorded else []
-        notes += [_("Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction "
-                    "counts the bytes a decode step reads (see the efficiency table). Against graph mode: better or "
-                    "worse when TPOT at 1 or throughput at {high} moved beyond the spread of both (interquartile "
-                    "ranges apart), mixed when both ways. The knobs that were better combine into one more server "
-                    "(of two that set the same thing differently, the better one).",
-                    high=high or _("the highest concurrency"))]
+        if t.rounds > 1:
+            notes += [_("Measured in {k} paired rounds: each round started graph mode and every knob once, the order "
+                        "reversed every other round, so the host's drift cancels in each round's ratio. Each TPOT and "
+                        "tok/s cell: the median over the rounds (interquartile range, rounds); the roofline fraction "
+                        "counts the bytes a decode step reads (see the efficiency table). Against graph mode: the "
+                        "median change of TPOT at 1 and of throughput at {high} within the rounds, with the sign "
+                        "test's exact interval; better or worse only when an interval excludes no change, mixed when "
+                        "both ways, else no measurable change. The knobs that were better combine into one more "
+                        "server, paired with graph mode likewise (of two that set the same thing differently, the "
+                        "better one).", k=t.rounds, high=high or _("the highest concurrency"))]
+        else:
+            notes += [_("Each TPOT and tok/s cell: median (interquartile range, sample size); the roofline fraction "
+                        "counts the bytes a decode step reads (see the efficiency table). Against graph mode: better "
+                        "or worse when TPOT at 1 or throughput at {high} moved beyond the spread of both "
+                        "(interquartile ranges apart), mixed when both ways. The knobs that were better combine into "
+                        "one more server (of two that set the same thing differently, the better one).",
+                        high=high or _("the highest concurrency"))]
         if t.build_env:
             notes.append(_("This build's environment before any knob: {variables}.",
                            variables=", ".join(f"{k}=" + (v or _("(unset)")) for k, v in t.build_env.items())))

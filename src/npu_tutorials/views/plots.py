@@ -267,3 +267,24 @@ def models_compared(rows, title: str):
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, below / fig.get_figheight(), 1, 1))
     return fig
+
+
+@with_fonts
+def paired_forest(ratios, title: str):
+    """Paired ratios B/A (:class:`~npu_tutorials.record.schema_base.PairedRatio`): every round's ratio (dots), their
+    median (bar) and the interval (line), around 1; grey where no change is called."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 0.7 + 0.55 * max(1, len(ratios))))
+    for i, p in enumerate(ratios):
+        colour = "#888888" if p.verdict == "no measurable change" else (
+            "#2e7d32" if p.verdict == "B better" else "#b5523b")
+        ax.plot([p.low, p.high], [i, i], color=colour, lw=2.5)
+        ax.plot([p.median], [i], marker="|", markersize=16, color=colour)
+        ax.scatter(p.ratios, [i] * len(p.ratios), s=12, color="k", alpha=0.5, zorder=3)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(range(len(ratios)), [_(p.label) for p in ratios])
+    ax.invert_yaxis()
+    ax.set_xlabel(_("B/A per round (dots), median (bar) and interval (line)"))
+    ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    return fig

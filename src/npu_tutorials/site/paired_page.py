@@ -1,0 +1,62 @@
+"""The methods page's paired comparisons: each recorded ``make compare`` document
+(``results/methods/paired-*.json``) drawn as its table and forest plot, and, for a long one, its resolution: the
+session cut into blocks of :data:`BLOCK` rounds, each judged as ``make compare K=6`` would judge it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.messages import language
+from ..measure.paired import in_blocks
+from ..record.headline import METRICS
+from ..record.results import recorded_dir
+from ..record.schema_paired import Comparison
+from ..views.paired import paired_forest, paired_table, side_text
+from .render import figure_html
+
+PAIRED_MARK = "<!-- paired -->"
+BLOCK = 6  # make compare's default number of rounds
+
+
+def recorded_comparisons() -> list[tuple[Path, Comparison]]:
+    d = Path(recorded_dir()) / "methods"
+    return [(p, Comparison.model_validate_json(p.read_text())) for p in sorted(d.glob("paired-*.json"))] \
+        if d.is_dir() else []
+
+
+def blocks_markdown(doc: Comparison, k: int = BLOCK) -> str:
+    """Per figure, over the document's consecutive blocks of ``k`` rounds: how many called a change, and the
+    intervals' widths (as a share of the ratio), as a markdown table; '' for fewer than two blocks."""
+    blocks = in_blocks(doc.rounds_a, doc.rounds_b, METRICS, k)
+    if len(blocks) < 2:
+        return ""
+    lines = [f"Cut into {len(blocks)} blocks of {k} rounds (each judged as `make compare K={k}` would judge it):",
+             "", "| figure | blocks calling a change | B/A medians | interval widths (median, max) |",
+             "|---|---|---|---|"]
+    for i, (key, label, _unit, _better) in enumerate(METRICS):
+        rows = [b for b in (next((r for r in blk if r.key == key), None) for blk in blocks) if b is not None]
+        if not rows:
+            continue
+        calls = [r.verdict for r in rows if r.verdict != "no measurable change"]
+        widths = sorted(100 * (r.high - r.low) for r in rows)
+        called = f"{len(calls)} of {len(rows)}" + (f" ({', '.join(sorted(set(calls)))})" if calls else "")
+        lines.append(f"| {label} | {called} | {min(r.median for r in rows):.3f} – {max(r.median for r in rows):.3f} "
+                     f"| {widths[len(widths) // 2]:.1f} %, {widths[-1]:.1f} % |")
+    return "\n".join(lines) + "\n"
+
+
+def paired_markdown(lang: str, images: Path, prefix: str = "") -> str:
+    """Every recorded comparison: what was compared, its table, its forest plot and its blocks, in ``lang``."""
+    found = recorded_comparisons()
+    if not found:
+        return "*No paired comparison is recorded (run `make compare`).*"
+    out = []
+    for path, doc in found:
+        with language(lang):
+            table = paired_table(doc)._repr_html_()
+            fig = figure_html(paired_forest(doc), images, prefix, path.stem)
+        out += [f"#### {doc.model}: A `{side_text(doc.a)}`, B `{side_text(doc.b)}`", "",
+                f"Recorded {doc.built_at[:10]} at commit `{(doc.git_commit or '?')[:12]}` on "
+                f"{doc.machine.device_label}, {doc.machine.backend}; {len(doc.order)} rounds, servers {doc.servers}, "
+                f"{doc.wall_time_s or 0:.0f} s in all (`{path.name}`).", "", table, "", fig, "", blocks_markdown(doc), ""]
+    return "\n".join(out)
