@@ -4,6 +4,8 @@
 # make check       post-build check: every tutorial executed, with tables, figures, provenance
 # make html TUTORIAL_ONLY=qwen2_5_0_5b FORCE=1   re-run one tutorial even if nothing it uses changed
 # make check GATE=1  also fail on regressions against the recorded results (results/)
+# make check GATE=1 PAIRED=origin/main TUTORIAL_ONLY=smollm2_135m_instruct  and against <ref>'s code, measured
+#                  alternately with this checkout's on this host (paired rounds; see the methods page)
 # make html SHARD=k/N  execute shard k of N (balanced by recorded cost) and pack it into _build/shards/
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
@@ -58,6 +60,9 @@ GATE ?=
 # make check GATE=1: a headline figure beyond its limit is measured CONFIRM times more (default: gate.CONFIRM);
 # the majority decides
 CONFIRM ?=
+# make check GATE=1 PAIRED=<ref>: also the gated steps of <ref>'s code and this checkout's, alternately on this host (a
+# fresh server per side and round, TUTORIAL_ONLY's models); a figure slower beyond its interval by >= 5 % fails
+PAIRED ?=
 MODEL ?=
 A ?=
 B ?=
@@ -117,7 +122,7 @@ screenshots: venv browser
 	$(RUN) $(VPY) scripts/screenshot.py --site $(BUILDDIR)/html --page $(PAGE) --lang2 $(LANG2) --out $(BUILDDIR)/screenshots
 
 check: venv
-	$(RUN) $(CHECK) --strict --lang2 $(LANG2) $(if $(filter-out 0,$(GATE)),--gate $(if $(CONFIRM),--confirm $(CONFIRM)))
+	$(RUN) $(CHECK) --strict --lang2 $(LANG2) $(if $(filter-out 0,$(GATE)),--gate $(if $(CONFIRM),--confirm $(CONFIRM)) $(if $(PAIRED),--paired "$(PAIRED)"))
 	$(RUN) $(CHECK_TRANSLATIONS)
 
 intl: venv

@@ -141,3 +141,116 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
     assert "Paired comparison" in p.stdout and "B/A" in p.stdout
     paired_table(doc), paired_forest(doc)
+
+
+# -- make check GATE=1 PAIRED=<ref>: the gate as a paired comparison of two checkouts' code ---------------------
+
+from npu_tutorials.checks import paired_gate  # noqa: E402
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
+
+
+def _fake_checkout(root: Path, tpot: float, fail: bool = False) -> Path:
+    """A checkout whose ``npu_tutorials`` is only what the paired gate's snippet imports: ``measure_gated`` and
+    ``headline_figures`` (the real ones measure a page's gated steps; these return fixed figures)."""
+    pkg = root / "src" / "npu_tutorials"
+    (pkg / "tutorial").mkdir(parents=True)
+    (pkg / "record").mkdir(parents=True)
+    for d in (pkg, pkg / "tutorial", pkg / "record"):
+        (d / "__init__.py").write_text("")
+    (pkg / "tutorial" / "remeasure.py").write_text(
+        "def measure_gated(key):\n"
+        + ("    raise RuntimeError('the server died')\n" if fail else f"    return {{'key': key, 'tpot': {tpot}}}\n"))
+    (pkg / "record" / "headline.py").write_text(
+        "class F:\n    def __init__(self, v):\n        self.value = v\n"
+        "def headline_figures(doc):\n    return {'median_tpot_ms': F(doc['tpot']), 'output_throughput': F(1000 / doc['tpot'])}\n")
+    return root
+
+
+def test_each_side_runs_its_own_checkouts_code_in_a_process_of_its_own(tmp_path):
+    ref = _fake_checkout(tmp_path / "ref", 40.0)
+    assert paired_gate.run_side(ref, "qwen2.5-0.5b", tmp_path / "s") == {"median_tpot_ms": 40.0,
+                                                                          "output_throughput": 25.0}
+    broken = _fake_checkout(tmp_path / "broken", 40.0, fail=True)
+    with pytest.raises(TutorialError, match=r"broken's run of qwen2.5-0.5b failed \(exit 1\):\n(.|\n)*the server died"):
+        paired_gate.run_side(broken, "qwen2.5-0.5b", tmp_path / "s")
+
+
+def test_a_ref_is_a_commit_of_the_repository_checked_out_apart(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "f").write_text("one")
+    _git(repo, "add", "f")
+    _git(repo, "commit", "-qm", "one")
+    (repo / "f").write_text("two")
+    _git(repo, "commit", "-qam", "two")
+    first = paired_gate.resolve("HEAD~1", repo)
+    assert len(first) == 40
+    where = paired_gate.worktree(repo, first, tmp_path / "wt")
+    assert (where / "f").read_text() == "one" and (repo / "f").read_text() == "two"
+    paired_gate.drop_worktree(repo, where)
+    assert not where.exists() and first not in _git(repo, "worktree", "list")
+    with pytest.raises(TutorialError, match="PAIRED=nope: no such commit"):
+        paired_gate.resolve("nope", repo)
+
+
+@pytest.mark.parametrize("slower, failed", [(1.12, True), (1.03, False), (1.0, False)])
+def test_the_paired_gate_fails_a_real_slowdown_of_five_percent_or_more_only(tmp_path, slower, failed):
+    """Fake sides on a host that drifts 40 % over the session: this checkout 12 % slower fails; 3 % slower
+    is a note (real, but under the gate's 5 %); unchanged passes."""
+    rng = random.Random(11)
+    calls = []
+
+    def run(checkout, key, scratch):
+        calls.append(checkout.name)
+        host = 1 + 0.4 * len(calls) / 12
+        tpot = 40.0 * host * (slower if checkout.name == "this" else 1.0) * (1 + rng.gauss(0, 0.003))
+        return {"median_tpot_ms": tpot}
+
+    doc = paired_gate.compare_checkouts("qwen2.5-0.5b", tmp_path / "ref", "a" * 40, tmp_path / "this", machine(),
+                                        run=run)
+    assert calls[:4] == ["ref", "this", "this", "ref"] and doc.servers == "fresh" and doc.a.code == "a" * 40
+    notes, bad = paired_gate.judge(doc)
+    assert bool(bad) == failed
+    if failed:
+        assert "median TPOT this/ref 1.1" in bad[0] and "slower than ref aaaaaaaaaaaa" in bad[0]
+    elif slower > 1:
+        assert any("slower, by less than 5 %" in n for n in notes)
+    else:
+        assert any("no measurable change" in n for n in notes)
+    assert "the code of aaaaaaaaaaaa" in paired_table(doc).note
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_the_paired_gate_runs_two_checkouts_of_this_repository_on_the_tiny_stand_in(tmp_path, tiny):
+    """HEAD's code against this working tree's, 2 rounds each on the real engine (a fresh process and server per
+    side and round): a document per model, and one line per figure."""
+    require_vllm()
+    from npu_tutorials.record.results import read_doc
+
+    build = tmp_path / "_build"
+    (build / "results").mkdir(parents=True)
+    src = ROOT / "results" / "qwen3-0.6b" / "cpu-amd-epyc-2c-bf16.json"
+    doc = read_doc(src)
+    doc.model = "qwen2.5-0.5b"
+    (build / "results" / "qwen2.5-0.5b.json").write_text(doc.model_dump_json())
+    env = {"TUTORIAL_MODEL_PATH_QWEN2_5_0_5B": str(tiny.path), "TUTORIAL_BACKEND": "cpu"}
+    old = {k: os.environ.get(k) for k in env}
+    trees = _git(ROOT, "worktree", "list")
+    os.environ.update(env)
+    try:
+        notes, bad = paired_gate.paired_gate_lines(build, ROOT, "HEAD", ["qwen2.5-0.5b"], k=2)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    out = Comparison.model_validate_json((build / "compare" / "paired-gate-qwen2.5-0.5b.json").read_text())
+    assert out.order == ["AB", "BA"] and out.servers == "fresh" and len(out.rounds_a) == 2
+    assert {r.key for r in out.ratios} == {"output_throughput", "median_ttft_ms", "median_tpot_ms"}
+    assert sum("this/ref" in n for n in notes + bad) == 3 and any("2 rounds per side took" in n for n in notes)
+    assert _git(ROOT, "worktree", "list") == trees  # the ref's worktree is gone

@@ -15,6 +15,9 @@ from pathlib import Path
 from . import ROOT, command
 from ..checks.site_check import check
 from ..checks.gate import CONFIRM
+from ..checks.paired_gate import K as PAIRED_K, paired_gate_lines
+from ..core.errors import TutorialError
+from ..inputs.gallery_index import tutorials
 from ..checks.methods import stale_controls
 from ..checks.publish import publish_problems, publish_target
 from ..checks.site_check import gate_lines
@@ -34,7 +37,14 @@ def run() -> int:
     ap.add_argument("--confirm", type=int, default=None, metavar="N",
                     help="with --gate: measure a model whose figure is beyond its limit N times more (a fresh "
                          "server each) and fail on the majority (CONFIRM=N; default gate.CONFIRM; 0: never)")
+    ap.add_argument("--paired", default="", metavar="REF",
+                    help="with --gate: also run the gated steps of REF's code (a git worktree) and of this checkout "
+                         "alternately, a fresh server per side and round, and fail on a figure that is slower beyond "
+                         "its interval by at least paired_gate.MIN_CHANGE (PAIRED=<ref>)")
+    ap.add_argument("--paired-k", type=int, default=PAIRED_K, metavar="K", help="rounds per side (default 6)")
     a = ap.parse_args()
+    if a.paired and not a.gate:
+        raise TutorialError("PAIRED=<ref> is a form of the regression gate: give GATE=1 too")
     # make check and the end of make html both judge the selection (TUTORIAL_ONLY) only: a page this build was
     # not asked to execute is not this build's to fail
     only = os.environ.get("TUTORIAL_ONLY", "")
@@ -71,6 +81,14 @@ def run() -> int:
             print(f"gate: {line}")
         for line in regressions:
             print(f"gate: {line}", file=sys.stderr)
+        problems += regressions
+    if a.gate and a.paired:
+        models = [k for k in tutorials(only=only).values()]
+        notes, regressions = paired_gate_lines(Path(a.build_dir), ROOT, a.paired, models, k=a.paired_k)
+        for line in notes:
+            print(f"paired gate: {line}")
+        for line in regressions:
+            print(f"paired gate: {line}", file=sys.stderr)
         problems += regressions
     sys.stdout.flush()  # the lines above first, also where stdout is a pipe
     for p in pages:

@@ -21,6 +21,8 @@ class Side(StrictModel):
     flags: list[str] = []
     env: dict[str, str] = {}
     versions: dict[str, str | None] = Field({}, description="vLLM, vllm-ascend, torch as this side's run found them")
+    code: str | None = Field(None, description="the commit whose code ran this side (make check GATE=1 PAIRED=<ref>); "
+                                               "None: this checkout's, with the flags and environment above")
 
 
 class Comparison(StrictModel):
