@@ -24,13 +24,13 @@ import time
 from pathlib import Path
 
 from ..core.errors import TutorialError
-from ..measure.paired import interleaved, paired_ratios
+from ..measure.paired import ROUNDS_95, interleaved, paired_ratios
 from ..record.headline import METRICS, gated_steps
 from ..record.results import git_commit, now_utc, read_doc
 from ..record.schema_paired import Comparison, Side
 from ..inputs.cards import load_card
 
-K = 6  # rounds: the least that gives a 95 % interval (the range of 6 ratios: 96.9 %)
+K = ROUNDS_95  # rounds per side
 MIN_CHANGE = 0.05  # a figure fails only when its median change is at least this much
 MARK = "PAIRED-FIGURES "
 SNIPPET = ("import json, sys\n"

@@ -83,8 +83,8 @@ def run() -> int:
             print(f"gate: {line}", file=sys.stderr)
         problems += regressions
     if a.gate and a.paired:
-        models = [k for k in tutorials(only=only).values()]
-        notes, regressions = paired_gate_lines(Path(a.build_dir), ROOT, a.paired, models, k=a.paired_k)
+        notes, regressions = paired_gate_lines(Path(a.build_dir), ROOT, a.paired, list(tutorials(only=only).values()),
+                                               k=a.paired_k)
         for line in notes:
             print(f"paired gate: {line}")
         for line in regressions:

@@ -19,16 +19,14 @@ figure by its ratio B/A within the rounds: the median, an exact 95 % interval, a
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shlex
 from pathlib import Path
 
-from . import ROOT, command
+from . import ROOT, command, serve_tiny
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
-from ..inputs.standin import ensure_standin, tiny_config
-from ..inputs.weights import local_path_var
+from ..measure.paired import ROUNDS_95
 from ..record.results import write_record
 from ..record.schema_paired import Side
 from ..tutorial.remeasure import SERVERS, measure_paired
@@ -55,7 +53,8 @@ def run() -> int:
     ap.add_argument("model", help="a card key")
     ap.add_argument("--a", default="", help="side A: NAME=value words and vLLM flags (default: the page's server)")
     ap.add_argument("--b", default="", help="side B, likewise")
-    ap.add_argument("--k", type=int, default=6, help="rounds (6 or more for a 95 %% interval; default 6)")
+    ap.add_argument("--k", type=int, default=ROUNDS_95,
+                    help=f"rounds ({ROUNDS_95} or more for a 95 %% interval; default {ROUNDS_95})")
     ap.add_argument("--servers", choices=SERVERS, default="fresh",
                     help="fresh (default): a server per side and round, one at a time; shared: one per side for "
                          "every round, both running (cheaper; the two starts' difference counts as the sides')")
@@ -67,8 +66,7 @@ def run() -> int:
     card = load_card(a.model)
     side_a, side_b = parse_side("A", a.a), parse_side("B", a.b)
     if a.tiny:
-        os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
-                                                              label="tiny").path)
+        serve_tiny(card)
     doc = measure_paired(card.key, side_a, side_b, a.k, a.servers)
     out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{doc.built_at[:19].replace(':', '')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,16 +19,13 @@ a record only with at least ``gate.MIN_RUNS`` runs.
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
-from . import ROOT, command
+from . import ROOT, command, serve_tiny
 from ..checks import gate
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
-from ..inputs.standin import ensure_standin, tiny_config
-from ..inputs.weights import local_path_var
 from ..record.headline import gated_steps, headline_figures
 from ..record.results import git_commit, now_utc, write_record
 from ..tutorial.remeasure import measure_gated
@@ -49,8 +46,7 @@ def run() -> int:
         raise TutorialError("--runs must be at least 2, or 1 with --append (noise is a difference between runs)")
     card = load_card(a.model)
     if a.tiny:
-        os.environ[local_path_var(card)] = str(ensure_standin(card, config=tiny_config(card.config),
-                                                              label="tiny").path)
+        serve_tiny(card)
 
     steps = gated_steps(card)
     runs, first = [], None

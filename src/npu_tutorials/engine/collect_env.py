@@ -20,9 +20,10 @@ import tempfile
 from pathlib import Path
 
 from .processes import kill_group, kill_with_parent
-from .server import BUILD_ONLY_ENV
+from .server import without_build_only
 
 TIMEOUT_S = 120.0
+IMAGE_SCRIPT = "/vllm-workspace/vllm-ascend/collect_env.py"  # where the official image has it (Dockerfile:63)
 HEADER = "Collecting environment information..."  # the first line both scripts print, not part of the report
 
 
@@ -45,6 +46,11 @@ def collect_env_argv(ascend: bool, package_dir: str | Path | None = None) -> lis
     return [sys.executable, str(script)] if script else [sys.executable, "-m", "vllm.collect_env"]
 
 
+def deployer_command(ascend: bool) -> str:
+    """What a deployer runs for the report: vllm-ascend's script in its image, else ``vllm collect-env``."""
+    return f"python {IMAGE_SCRIPT}" if ascend else "vllm collect-env"
+
+
 def shown_command(argv: list[str]) -> str:
     """How a deployer types ``argv``: ``vllm collect-env`` or ``python <checkout>/collect_env.py``."""
     if argv[1:] == ["-m", "vllm.collect_env"]:
@@ -59,7 +65,7 @@ class Capture:
         self.argv = argv
         self.command = shown_command(argv)
         self._out = tempfile.TemporaryFile()
-        env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in BUILD_ONLY_ENV}
+        env = without_build_only(os.environ if environ is None else environ)
         try:
             self.proc: subprocess.Popen | None = subprocess.Popen(
                 argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,

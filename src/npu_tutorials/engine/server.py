@@ -98,6 +98,11 @@ def _install_hooks() -> None:
 BUILD_ONLY_ENV = ("TORCH_DEVICE_BACKEND_AUTOLOAD",)
 
 
+def without_build_only(environ) -> dict[str, str]:
+    """``environ`` as a deployer's process has it: without what only the build's own processes set."""
+    return {k: v for k, v in environ.items() if k not in BUILD_ONLY_ENV}
+
+
 class VLLMServer:
     """A running server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
@@ -138,8 +143,7 @@ class VLLMServer:
         check_port_free(self.host, self.port)
         _install_hooks()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k not in BUILD_ONLY_ENV or k in self.env}
-        env.update(self.env)
+        env = {**without_build_only(os.environ), **self.env}
         self._rpc_dir = private_rpc_dir(env)
         self._t0 = time.monotonic()
         try:

@@ -24,6 +24,7 @@ from typing import Callable
 from ..record.schema_base import PairedRatio
 
 CONFIDENCE = 0.95
+ROUNDS_95 = 6  # the fewest rounds whose interval reaches CONFIDENCE: the range of 6 ratios, 96.9 %
 
 
 def order_of(k: int) -> list[str]:

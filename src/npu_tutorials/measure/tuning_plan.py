@@ -30,7 +30,7 @@ from ..engine.platform import platform_for
 from ..inputs.knobs import (SKIP_UNSUPPORTED, combinable, in_effect, installed_vllm_ascend, merge, preloaded,
                             release_tuple, resolve_env, unsupported)
 from ..record.schema_base import Message, Stat
-from .paired import paired_ratios
+from .paired import ROUNDS_95, paired_ratios
 from ..inputs.cards import load_card
 from ..inputs.gallery_index import tutorials
 from ..record.results import recorded
@@ -247,7 +247,7 @@ def _pairs(row, base):
     return out
 
 
-PAIRED_ROUNDS = 6  # rounds of the paired comparison where a build measures knobs (>= 6: a 95 % interval)
+PAIRED_ROUNDS = ROUNDS_95  # rounds of the paired comparison where a build measures knobs
 TUNING_METRICS = [("tpot_ms", N_("TPOT at concurrency 1"), "ms", "lower"),
                   ("throughput_high", N_("output throughput at the highest concurrency"), "tok/s", "higher")]
 

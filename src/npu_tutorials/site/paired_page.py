@@ -7,15 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.messages import language
-from ..measure.paired import in_blocks
+from ..measure.paired import ROUNDS_95, in_blocks
 from ..record.headline import METRICS
 from ..record.results import recorded_dir
+from ..record.schema_base import Stat
 from ..record.schema_paired import Comparison
 from ..views.paired import paired_forest, paired_table, side_text
 from .render import figure_html
 
 PAIRED_MARK = "<!-- paired -->"
-BLOCK = 6  # make compare's default number of rounds
+BLOCK = ROUNDS_95  # make compare's default number of rounds
 
 
 def recorded_comparisons() -> list[tuple[Path, Comparison]]:
@@ -38,10 +39,10 @@ def blocks_markdown(doc: Comparison, k: int = BLOCK) -> str:
         if not rows:
             continue
         calls = [r.verdict for r in rows if r.verdict != "no measurable change"]
-        widths = sorted(100 * (r.high - r.low) for r in rows)
+        widths = [100 * (r.high - r.low) for r in rows]
         called = f"{len(calls)} of {len(rows)}" + (f" ({', '.join(sorted(set(calls)))})" if calls else "")
         lines.append(f"| {label} | {called} | {min(r.median for r in rows):.3f} – {max(r.median for r in rows):.3f} "
-                     f"| {widths[len(widths) // 2]:.1f} %, {widths[-1]:.1f} % |")
+                     f"| {Stat.of(widths).median:.1f} %, {max(widths):.1f} % |")
     return "\n".join(lines) + "\n"
 
 

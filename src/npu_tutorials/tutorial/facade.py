@@ -181,13 +181,14 @@ class Tutorial:
         r.offline_example = self._serving.run_offline_example(timeout)
         return r.offline_example
 
-    def start_server(self, extra: list[str] | None = None, *, now: bool = True):
+    def start_server(self, extra: list[str] | None = None, *, now: bool = True, checks: bool = True):
         """Start the OpenAI-compatible server with ``extra`` flags: the deployment as it is served; a step that
         needs another (the engine-vs-reference checks on a CPU without native bf16) gets it started then.
-        ``now=False``: only say what to serve; the first step that needs the server starts it."""
+        ``now=False``: only say what to serve; the first step that needs the server starts it.  ``checks=False``: a
+        run of the gated steps only (:mod:`.remeasure`), which loads no fp32 reference while a server starts."""
         if self.state.serve_path is None:
             self.prepare_serving_checkpoint()
-        return self._serving.start_server(extra, now=now)
+        return self._serving.start_server(extra, now=now, checks=checks)
 
     def record_completion(self, prompt: str, completion):
         """Record the functional request's reply (an OpenAI completion or chat completion), then send the same

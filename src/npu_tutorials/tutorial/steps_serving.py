@@ -67,7 +67,7 @@ class ServingSteps:
         return out
 
     # -- serving ---------------------------------------------------------------------
-    def start_server(self, extra: list[str] | None = None, now: bool = True) -> VLLMServer | None:
+    def start_server(self, extra: list[str] | None = None, now: bool = True, checks: bool = True) -> VLLMServer | None:
         """Start the OpenAI-compatible server (with full-vocabulary logits enabled) with ``extra`` flags after
         the card's: the deployment as it is served (the performance role); a later step that needs another
         server (:class:`~.servers.ServerPool`) gets it started then."""
@@ -75,7 +75,8 @@ class ServingSteps:
         # the benchmark worker imports vLLM (seconds of one core) while the server starts, mostly on the other
         # core, so the first benchmark does not wait for it; no benchmark runs before the server is ready
         self.s.bench_worker()
-        pool = self.s.servers.open(path, (*accuracy.RAW_LOGITS_FLAGS, *(extra or ())), self._reference_meanwhile)
+        pool = self.s.servers.open(path, (*accuracy.RAW_LOGITS_FLAGS, *(extra or ())),
+                                   self._reference_meanwhile if checks else None)
         return pool.ensure("performance") if now else None
 
     def _reference_meanwhile(self, dtype: str):

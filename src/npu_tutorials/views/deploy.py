@@ -8,6 +8,7 @@ the CPU).  They stay on the page as a record, in a collapsed block; the commands
 
 from __future__ import annotations
 
+from ..engine.collect_env import deployer_command
 from ..engine.deploy import curl_text
 from ..core.errors import TutorialError
 from ..core.messages import N_, _, html, listed
@@ -92,7 +93,7 @@ def collect_env_block(docs: list, backend: str, label: str) -> Collapsed | str:
     found = [d for d in docs if d.provenance.backend == backend and d.provenance.machine.collect_env is not None]
     if not found:
         ascend = platform_for(backend).ascend
-        script = "python /vllm-workspace/vllm-ascend/collect_env.py" if ascend else "vllm collect-env"
+        script = deployer_command(ascend)
         note = _("Environment report: not captured yet, no {label} build of this page has recorded one. On your "
                  "host ({where}), {command} prints it.", label=label, command=script,
                  where=_("in vllm-ascend's container") if ascend else _("where vLLM is installed"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..core.messages import N_, _
 from ..core.tables import Table
+from ..record.schema_base import Stat
 from ..record.schema_paired import Comparison, Side
 from . import plots
 
@@ -21,8 +22,9 @@ def side_text(side: Side) -> str:
     return " ".join(words) if words else _("the page's server as it is")
 
 
-def _pct(r: float) -> str:
-    return f"{100 * (r - 1):+.1f} %"
+def change(ratio: float) -> str:
+    """A ratio as the change it means: 1.031 -> "+3.1 %"."""
+    return f"{100 * (ratio - 1):+.1f} %"
 
 
 def paired_table(doc: Comparison) -> Table:
@@ -30,11 +32,11 @@ def paired_table(doc: Comparison) -> Table:
     changes in per cent) and the verdict."""
     rows = []
     for p in doc.ratios:
-        a = sorted(r[p.key] for r in doc.rounds_a)
-        b = sorted(r[p.key] for r in doc.rounds_b)
+        a = Stat.of([r[p.key] for r in doc.rounds_a]).median
+        b = Stat.of([r[p.key] for r in doc.rounds_b]).median
         unit = f" {p.unit}" if p.unit else ""
-        rows.append([_(p.label), f"{a[len(a) // 2]:.4g}{unit}", f"{b[len(b) // 2]:.4g}{unit}",
-                     f"{p.median:.3f} ({_pct(p.median)})", f"{p.low:.3f} – {p.high:.3f}", _(VERDICTS[p.verdict])])
+        rows.append([_(p.label), f"{a:.4g}{unit}", f"{b:.4g}{unit}",
+                     f"{p.median:.3f} ({change(p.median)})", f"{p.low:.3f} – {p.high:.3f}", _(VERDICTS[p.verdict])])
     conf = min((p.confidence for p in doc.ratios), default=0.0)
     note = _("A: {a}. B: {b}. {k} rounds of the page's gated steps ({steps}) per side, alternating AB, BA, ...; "
              "servers: {servers}. The ratio is B/A within each round (the host's drift cancels); the interval "

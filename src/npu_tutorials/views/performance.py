@@ -7,6 +7,7 @@ from ..core.errors import TutorialError
 from ..core.messages import _, sentences
 from ..core.tables import Pre, Table
 from .base import BaseViews, memory_note, shown
+from .paired import change
 from ..inputs.knobs import pinned_label
 from ..measure.tuning_plan import config_label, graph_row, in_baseline, verdict
 
@@ -109,8 +110,8 @@ def _vs_graph(row, base) -> str:
     if not row.vs_graph:
         return said
     parts = [_("{figure} {median} [{low}, {high}]", figure=_("TPOT") if p.key == "tpot_ms" else _("tok/s"),
-               median=f"{100 * (p.median - 1):+.1f} %", low=f"{100 * (p.low - 1):+.1f}",
-               high=f"{100 * (p.high - 1):+.1f}") for p in row.vs_graph]
+               median=change(p.median), low=change(p.low).removesuffix(" %"),
+               high=change(p.high).removesuffix(" %")) for p in row.vs_graph]
     return f"{said}: {'; '.join(parts)}"
 
 
