@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,8 +97,18 @@ def test_a_failing_or_hanging_report_is_one_line_and_leaves_nothing(monkeypatch)
     assert missing.text().startswith("could not start python x:")
 
 
-def _running_in_group(pgid: int) -> list[int]:
-    """Processes of group ``pgid`` that still run (a zombie waiting for init to reap it does not)."""
+def _running_in_group(pgid: int, settle: float = 5.0) -> list[int]:
+    """Processes of group ``pgid`` that still run (a zombie waiting for init to reap it does not), once the
+    SIGKILL sent to the group has had up to ``settle`` seconds to land (it is delivered asynchronously)."""
+    deadline = time.monotonic() + settle
+    while True:
+        left = _members(pgid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _members(pgid: int) -> list[int]:
     out = []
     for st in Path("/proc").glob("[0-9]*/stat"):
         try:
