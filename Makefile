@@ -10,9 +10,10 @@
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
-# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=6] [SERVERS=fresh|shared]
+# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=6] [SERVERS=fresh|shared] [CONTROL=1]
 #                  is B faster than A on this host? k rounds of the page's gated steps, alternately (A/B: NAME=value
-#                  words for the server's environment and vLLM flags; empty: the page's server as it is)
+#                  words for the server's environment and vLLM flags; empty: the page's server as it is; CONTROL=1:
+#                  A runs twice per round, and the copy's verdict against A shows this host's false alarms)
 # make screenshots  both languages of a built tutorial page as headless Chromium draws them (_build/screenshots/)
 # make intl        update the translators' catalogs (docs/source/locale/zh_CN/LC_MESSAGES/*.po) from the pages
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
@@ -68,6 +69,7 @@ A ?=
 B ?=
 K ?= 6
 SERVERS ?= fresh
+CONTROL ?= 0
 .PHONY: compare html html-noplot test browser screenshots check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
@@ -91,7 +93,7 @@ assemble: venv
 
 compare: venv
 	@test -n "$(MODEL)" || { echo "make compare: name the model, e.g. MODEL=qwen3-0.6b" >&2; exit 2; }
-	$(RUN) $(VPY) scripts/compare.py "$(MODEL)" --a="$(A)" --b="$(B)" --k="$(K)" --servers="$(SERVERS)"
+	$(RUN) $(VPY) scripts/compare.py "$(MODEL)" --a="$(A)" --b="$(B)" --k="$(K)" --servers="$(SERVERS)" $(if $(filter-out 0,$(CONTROL)),--control)
 
 html-noplot: venv
 	$(RUN) $(SPHINX) -D plot_gallery=0

@@ -51,6 +51,27 @@ def test_rounds_alternate_which_side_goes_first():
         paired.interleaved(lambda i: {}, lambda i: {}, 0)
 
 
+def test_with_a_control_the_three_sides_run_in_the_six_orders_in_turn():
+    order = paired.order_of(12, "ABC")
+    assert order[:6] == ["ABC", "CBA", "BCA", "ACB", "CAB", "BAC"] and order[6:] == order[:6]
+    for six in (order[:6], order[6:]):  # every side in every place twice; every pair in each order three times
+        assert all(sorted(t[i] for t in six) == list("AABBCC") for i in range(3))
+        for x, y in ("AB", "AC", "BC"):
+            assert sum(t.index(x) < t.index(y) for t in six) == 3
+    calls = []
+    got, rounds = paired.interleaved_sides({s: (lambda s: lambda i: calls.append(s + str(i)) or {"x": i})(s)
+                                            for s in "ABC"}, 2)
+    assert got == ["ABC", "CBA"] and calls == ["A0", "B0", "C0", "C1", "B1", "A1"]
+    assert rounds == {s: [{"x": 0}, {"x": 1}] for s in "ABC"}
+
+
+def test_fewer_rounds_than_a_95_percent_interval_needs_call_no_change():
+    # five rounds all 10 % slower: the range excludes 1, but covers the median only at 93.8 %
+    r = paired.paired_ratio("median_tpot_ms", "median TPOT", "ms", "lower", [10] * 5, [11] * 5)
+    assert r.confidence < 0.95 and r.low > 1 and r.verdict == "no measurable change"
+    assert paired.paired_ratio("median_tpot_ms", "median TPOT", "ms", "lower", [10] * 6, [11] * 6).verdict == "B worse"
+
+
 def _host(k: int, slowdown: float, seed: int, drift: float = 0.5, noise: float = 0.02):
     """Simulated rounds on a host whose speed drifts by up to ``drift`` over the session (the 15-50 % the
     methods page records between hours) plus per-run noise: TPOT of A and of B (B ``slowdown`` slower)."""
@@ -109,6 +130,31 @@ def _comparison() -> Comparison:
                       rounds_a=a, rounds_b=b, ratios=paired.paired_ratios(a, b, METRICS))
 
 
+def test_a_control_draws_as_rows_of_its_own_where_a_change_called_is_a_false_alarm():
+    from npu_tutorials.site.paired_page import blocks_markdown
+
+    doc = _comparison()
+    a, c = _host(12, 1.0, 5)
+    a2, b = _host(12, 1.10, 5)
+    doc.rounds_a, doc.rounds_b, doc.rounds_c = a, b, c
+    doc.order = paired.order_of(12, "ABC")
+    doc.ratios = paired.paired_ratios(a, b, METRICS)
+    doc.control = paired.paired_ratios(a, c, METRICS)
+    c_fast = [{"median_tpot_ms": 0.8 * r["median_tpot_ms"]} for r in a]  # a copy of A that is not A: called
+    alarm = paired.paired_ratios(a, c_fast, METRICS)
+    assert alarm[0].verdict == "B better"
+    rows = {r[0]: r for r in paired_table(doc).rows}
+    assert rows["median TPOT: control, A again / A"][-1] == "no measurable change"
+    doc.control = alarm
+    t = paired_table(doc)
+    assert {r[0]: r for r in t.rows}["median TPOT: control, A again / A"][-1] == "false alarm"
+    assert "false alarm of this host" in t.note
+    assert [x.get_text() for x in paired_forest(doc).axes[0].get_yticklabels()] == [
+        "median TPOT", "median TPOT: control, A again / A"]
+    md = blocks_markdown(doc)
+    assert "| median TPOT | 2 of 2 (B worse)" in md and "| median TPOT, control A again / A" in md
+
+
 def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
     doc = Comparison.model_validate(json.loads(_comparison().model_dump_json()))  # as stored and read back
     t = paired_table(doc)
@@ -131,13 +177,14 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     require_vllm()
     out = tmp_path / "cmp.json"
     p = subprocess.run([sys.executable, "scripts/compare.py", "qwen2.5-0.5b", "--tiny", "--k", "2", "--a=",
-                        "--b=--max-num-seqs 2", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                        "--b=--max-num-seqs 2", "--control", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
                        timeout=1500, env={**os.environ, "TUTORIAL_CACHE": str(ROOT / ".cache"),
                                           "TUTORIAL_RESULTS_DIR": str(tmp_path / "results")})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     doc = Comparison.model_validate_json(out.read_text())
-    assert doc.order == ["AB", "BA"] and doc.b.flags == ["--max-num-seqs", "2"] and doc.steps == ["benchmark"]
+    assert doc.order == ["ABC", "CBA"] and doc.b.flags == ["--max-num-seqs", "2"] and doc.steps == ["benchmark"]
     assert {r.key for r in doc.ratios} == {"output_throughput", "median_ttft_ms", "median_tpot_ms"}
+    assert {r.key for r in doc.control} == {r.key for r in doc.ratios} and len(doc.rounds_c) == 2
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
     assert "Paired comparison" in p.stdout and "B/A" in p.stdout
     paired_table(doc), paired_forest(doc)

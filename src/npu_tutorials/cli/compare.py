@@ -2,7 +2,8 @@
 
   make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4"
   make compare MODEL=qwen3-0.6b A="" B="VLLM_CPU_OMP_THREADS_BIND=0" K=8 SERVERS=shared
-  python scripts/compare.py qwen3-0.6b --a="" --b="--max-num-seqs 4" [--k 6] [--tiny] [--out FILE]
+  make compare MODEL=smollm2-135m-instruct A="" B="--max-num-seqs 8" K=12 CONTROL=1
+  python scripts/compare.py qwen3-0.6b --a="" --b="--max-num-seqs 4" [--k 6] [--control] [--tiny] [--out FILE]
 
 A side is what ``A=`` / ``B=`` hold: ``NAME=value`` words set its server's environment, the other words are
 vLLM flags added after the page's serve command (empty: the page's server as it is).  ``k`` rounds each run
@@ -11,9 +12,10 @@ per side, the side going first alternating, on a fresh server per side and round
 server per side, both started first, for every round; cheaper, but the difference between those two starts
 then counts as the sides'), and judge each headline
 figure by its ratio B/A within the rounds: the median, an exact 95 % interval, and "B better", "B worse" or
-"no measurable change" (:mod:`npu_tutorials.measure.paired`).  Prints the table and writes the document
-(``_build/compare/<model>-<time>.json`` by default), which the methods page explains and
-``npu_tutorials.views.paired`` draws.
+"no measurable change" (:mod:`npu_tutorials.measure.paired`).  ``--control`` runs A a second time per
+round and judges that copy against A as well: this host's false alarms, in this session.  Prints the table
+and writes the document (``_build/compare/<model>-<time>.json`` by default), which the methods page explains
+and ``npu_tutorials.views.paired`` draws.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ def run() -> int:
     ap.add_argument("--servers", choices=SERVERS, default="fresh",
                     help="fresh (default): a server per side and round, one at a time; shared: one per side for "
                          "every round, both running (cheaper; the two starts' difference counts as the sides')")
+    ap.add_argument("--control", action="store_true",
+                    help="run side A a second time in every round (C) and report C/A too: what this host's noise "
+                         "alone calls a change, in the same session (rounds cost half as much again)")
     ap.add_argument("--tiny", action="store_true", help="the card's 2-layer test stand-in instead of its own")
     ap.add_argument("--out", type=Path, default=None, help="the document (default _build/compare/<model>-<time>.json)")
     a = ap.parse_args()
@@ -67,7 +72,7 @@ def run() -> int:
     side_a, side_b = parse_side("A", a.a), parse_side("B", a.b)
     if a.tiny:
         serve_tiny(card)
-    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers)
+    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers, control=a.control)
     out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{doc.built_at[:19].replace(':', '')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_record(doc.model_dump(mode="json"), out)

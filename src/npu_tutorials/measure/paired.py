@@ -6,10 +6,14 @@ A B, B A, A B, ..., each round's ratio B/A sees the same drift on both sides, an
 
 * :func:`interleaved` runs ``k`` rounds, the side that goes first alternating (a slow drift within a round
   then favours neither side over the rounds);
+* with a control (``make compare CONTROL=1``), A runs twice per round, as A and as "A again" (C), the three
+  in the six orders in turn; the ratios C/A are what this host's noise alone makes of two identical sides,
+  measured in the same session, so the reader sees how often it calls a change where there is none;
 * :func:`paired_ratio` judges one figure over the rounds: the median of the per-round ratios B/A, and an exact,
   distribution-free interval for that median (the sign test's order statistics: the true median lies between
   the ``j``-th smallest and the ``j``-th largest ratio with probability ``1 - 2 P(Bin(k, 1/2) < j)``).  B is
-  called better or worse only when the interval excludes 1; otherwise "no measurable change".
+  called better or worse only when the interval excludes 1 at 95 % coverage or more (6 rounds or more);
+  otherwise "no measurable change".
 
 The figures of each round are the page's own headline figures
 (:func:`npu_tutorials.record.headline.headline_figures`), so a ratio compares what the page shows.
@@ -27,22 +31,38 @@ CONFIDENCE = 0.95
 ROUNDS_95 = 6  # the fewest rounds whose interval reaches CONFIDENCE: the range of 6 ratios, 96.9 %
 
 
-def order_of(k: int) -> list[str]:
-    """Who goes first in each of ``k`` rounds: AB, BA, AB, ..."""
-    return ["AB" if i % 2 == 0 else "BA" for i in range(k)]
+def order_of(k: int, sides: str = "AB") -> list[str]:
+    """Who runs when in each of ``k`` rounds.  Two sides: AB, BA, AB, ...  Three (a comparison with its
+    control, A run twice): the six orders of ``sides`` in turn, so that over every six rounds each side runs
+    in each place twice and each pair of sides runs in each order three times."""
+    if len(sides) == 2:
+        turns = [sides, sides[::-1]]
+    else:
+        a, b, c = sides
+        turns = [a + b + c, c + b + a, b + c + a, a + c + b, c + a + b, b + a + c]
+    return [turns[i % len(turns)] for i in range(k)]
+
+
+def interleaved_sides(measures: dict[str, Callable[[int], dict[str, float]]],
+                      k: int) -> tuple[list[str], dict[str, list[dict[str, float]]]]:
+    """Run ``k`` rounds, each side of ``measures`` (one letter each, two or three) once per round in the
+    order :func:`order_of` gives: ``(order, {side: its rounds})``."""
+    if k < 1:
+        raise ValueError("a paired comparison needs at least one round")
+    order = order_of(k, "".join(measures))
+    rounds: dict[str, list[dict[str, float]]] = {s: [] for s in measures}
+    for i, turn in enumerate(order):
+        for side in turn:
+            rounds[side].append(measures[side](i))
+    return order, rounds
 
 
 def interleaved(measure_a: Callable[[int], dict[str, float]], measure_b: Callable[[int], dict[str, float]],
                 k: int) -> tuple[list[str], list[dict[str, float]], list[dict[str, float]]]:
     """Run ``k`` rounds, each side once per round (``measure_x(round)`` returns its figures), the first side
     alternating: ``(order, rounds_a, rounds_b)``."""
-    if k < 1:
-        raise ValueError("a paired comparison needs at least one round")
-    order, ra, rb = order_of(k), [], []
-    for i, first in enumerate(order):
-        for side in first:
-            (ra if side == "A" else rb).append((measure_a if side == "A" else measure_b)(i))
-    return order, ra, rb
+    order, rounds = interleaved_sides({"A": measure_a, "B": measure_b}, k)
+    return order, rounds["A"], rounds["B"]
 
 
 def coverage(k: int, j: int) -> float:
@@ -71,7 +91,7 @@ def paired_ratio(key: str, label: str, unit: str, better: str, a: list[float], b
         raise ValueError(f"{key}: the two sides have {len(a)} and {len(b)} rounds")
     ratios = [vb / va for va, vb in zip(a, b)]
     low, high, cov = median_interval(ratios, confidence)
-    if low > 1.0 or high < 1.0:
+    if cov >= confidence and (low > 1.0 or high < 1.0):  # fewer rounds than a 95 % interval needs call nothing
         up = low > 1.0
         verdict = "B better" if up == (better == "higher") else "B worse"
     else:
@@ -97,5 +117,5 @@ def in_blocks(rounds_a: list[dict[str, float]], rounds_b: list[dict[str, float]]
     """A long comparison cut into consecutive blocks of ``k`` rounds, each judged as a comparison of ``k``
     rounds would be (what ``make compare K=k`` would have said at each point of the session); the rest of the
     rounds left out.  The methods page's resolution and false alarms are counted over these blocks."""
-    n = len(rounds_a) // k
+    n = min(len(rounds_a), len(rounds_b)) // k
     return [paired_ratios(rounds_a[i * k:(i + 1) * k], rounds_b[i * k:(i + 1) * k], metrics) for i in range(n)]

@@ -41,8 +41,13 @@ class Comparison(StrictModel):
         description="shared: one server per side for every round; fresh: a new server per side and round")
     a: Side
     b: Side
-    order: list[str] = Field(description="who ran first in each round: 'AB' or 'BA'")
+    order: list[str] = Field(description="the order the sides ran in each round: 'AB' or 'BA'; with a control, "
+                                         "one of the six orders of 'ABC'")
     rounds_a: list[dict[str, float]]
     rounds_b: list[dict[str, float]]
     ratios: list[PairedRatio]
+    rounds_c: list[dict[str, float]] = Field([], description="the control's rounds: side A run again (C), "
+                                                             "make compare CONTROL=1; empty without one")
+    control: list[PairedRatio] = Field([], description="the ratios C/A: two identical sides, what the host's noise "
+                                                       "alone makes of a comparison in this session")
     wall_time_s: float | None = None

@@ -25,24 +25,33 @@ def recorded_comparisons() -> list[tuple[Path, Comparison]]:
         if d.is_dir() else []
 
 
-def blocks_markdown(doc: Comparison, k: int = BLOCK) -> str:
-    """Per figure, over the document's consecutive blocks of ``k`` rounds: how many called a change, and the
-    intervals' widths (as a share of the ratio), as a markdown table; '' for fewer than two blocks."""
-    blocks = in_blocks(doc.rounds_a, doc.rounds_b, METRICS, k)
-    if len(blocks) < 2:
-        return ""
-    lines = [f"Cut into {len(blocks)} blocks of {k} rounds (each judged as `make compare K={k}` would judge it):",
-             "", "| figure | blocks calling a change | B/A medians | interval widths (median, max) |",
-             "|---|---|---|---|"]
-    for i, (key, label, _unit, _better) in enumerate(METRICS):
+def _block_lines(blocks: list, suffix: str) -> list[str]:
+    lines = []
+    for key, label, _unit, _better in METRICS:
         rows = [b for b in (next((r for r in blk if r.key == key), None) for blk in blocks) if b is not None]
         if not rows:
             continue
         calls = [r.verdict for r in rows if r.verdict != "no measurable change"]
         widths = [100 * (r.high - r.low) for r in rows]
         called = f"{len(calls)} of {len(rows)}" + (f" ({', '.join(sorted(set(calls)))})" if calls else "")
-        lines.append(f"| {label} | {called} | {min(r.median for r in rows):.3f} – {max(r.median for r in rows):.3f} "
-                     f"| {Stat.of(widths).median:.1f} %, {max(widths):.1f} % |")
+        lines.append(f"| {label}{suffix} | {called} | {min(r.median for r in rows):.3f} – "
+                     f"{max(r.median for r in rows):.3f} | {Stat.of(widths).median:.1f} %, {max(widths):.1f} % |")
+    return lines
+
+
+def blocks_markdown(doc: Comparison, k: int = BLOCK) -> str:
+    """Per figure, over the document's consecutive blocks of ``k`` rounds: how many called a change, and the
+    intervals' widths (as a share of the ratio), as a markdown table, the control's blocks (A again / A: every
+    change called is a false alarm) after B's; '' for fewer than two blocks."""
+    blocks = in_blocks(doc.rounds_a, doc.rounds_b, METRICS, k)
+    if len(blocks) < 2:
+        return ""
+    lines = [f"Cut into {len(blocks)} blocks of {k} rounds (each judged as `make compare K={k}` would judge it):",
+             "", "| figure | blocks calling a change | B/A medians | interval widths (median, max) |",
+             "|---|---|---|---|"] + _block_lines(blocks, "")
+    if doc.rounds_c:
+        lines += _block_lines(in_blocks(doc.rounds_a, doc.rounds_c, METRICS, k), ", control A again / A "
+                                                                                 "(a change called: a false alarm)")
     return "\n".join(lines) + "\n"
 
 

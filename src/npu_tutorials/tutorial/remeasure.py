@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..inputs.cards import load_card
-from ..measure.paired import interleaved, paired_ratios
+from ..measure.paired import interleaved_sides, paired_ratios
 from ..record.headline import METRICS, gated_steps, headline_figures
 from ..record.results import git_commit, now_utc
 from ..record.schema import ResultsDoc
@@ -78,7 +78,8 @@ def _side_tutorial(key: str, side: Side, work: Path, fresh: bool) -> Tutorial:
 SERVERS = ("fresh", "shared")
 
 
-def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh") -> Comparison:
+def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh",
+                   control: bool = False) -> Comparison:
     """Card ``key``'s gated steps under configurations ``a`` and ``b``, ``k`` rounds, alternately on this host.
 
     Each round runs the gated steps once per side, the side going first alternating, with prompts of that
@@ -86,8 +87,10 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     each side starts a server of its own in every round and stops it after, so one server runs at a time
     (device memory as the page has it) and the rounds sample what differs between two starts of one
     configuration too; ``shared``: both servers start first and serve every round (cheaper; a difference
-    between those two servers' starts then counts as the configurations' difference).  Everything started
-    is stopped afterwards, after success, error or Ctrl-C."""
+    between those two servers' starts then counts as the configurations' difference).  ``control``: side A
+    runs a second time in every round, as C, the three in the six orders in turn, and the document keeps the
+    ratios C/A (two identical sides: what the host's noise alone calls a change).  Everything started is
+    stopped afterwards, after success, error or Ctrl-C."""
     if servers not in SERVERS:
         raise ValueError(f"servers must be one of {', '.join(SERVERS)}, not {servers!r}")
     if a.label == b.label:
@@ -99,7 +102,8 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     tuts: dict[str, Tutorial] = {}
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         try:
-            for name, side in (("A", a), ("B", b)):
+            sides = {"A": a, "B": b} | ({"C": a.model_copy(update={"label": "C"})} if control else {})
+            for name, side in sides.items():
                 tuts[name] = _side_tutorial(key, side, Path(work), fresh)
 
             def measure(name: str):
@@ -113,14 +117,16 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
                     return {fk: f.value for fk, f in headline_figures(tut.doc).items()}
                 return one_round
 
-            order, ra, rb = interleaved(measure("A"), measure("B"), k)
+            order, rounds = interleaved_sides({name: measure(name) for name in sides}, k)
         finally:
             for tut in tuts.values():
                 tut.stop()
     ref = tuts["A"].doc.provenance
     for side, name in ((a, "A"), (b, "B")):
         side.versions = dict(tuts[name].doc.provenance.machine.versions)
+    ra, rb, rc = rounds["A"], rounds["B"], rounds.get("C", [])
     return Comparison(model=key, built_at=now_utc(), git_commit=git_commit(), machine=ref.machine,
                       weights=ref.weights, profile=ref.profile, steps=steps, servers=servers, a=a, b=b,
                       order=order, rounds_a=ra, rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS),
+                      rounds_c=rc, control=paired_ratios(ra, rc, METRICS) if rc else [],
                       wall_time_s=round(time.monotonic() - t0, 1))

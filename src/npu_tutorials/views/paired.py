@@ -27,16 +27,26 @@ def change(ratio: float) -> str:
     return f"{100 * (ratio - 1):+.1f} %"
 
 
+def _row(label: str, p, first: list[dict[str, float]], second: list[dict[str, float]], verdict: str) -> list[str]:
+    a = Stat.of([r[p.key] for r in first]).median
+    b = Stat.of([r[p.key] for r in second]).median
+    unit = f" {p.unit}" if p.unit else ""
+    return [label, f"{a:.4g}{unit}", f"{b:.4g}{unit}", f"{p.median:.3f} ({change(p.median)})",
+            f"{p.low:.3f} – {p.high:.3f}", verdict]
+
+
+def control_label(p) -> str:
+    return _("{figure}: control, A again / A", figure=_(p.label))
+
+
 def paired_table(doc: Comparison) -> Table:
     """Per headline figure: each side's median over the rounds, the paired ratio B/A (median and interval, as
-    changes in per cent) and the verdict."""
-    rows = []
-    for p in doc.ratios:
-        a = Stat.of([r[p.key] for r in doc.rounds_a]).median
-        b = Stat.of([r[p.key] for r in doc.rounds_b]).median
-        unit = f" {p.unit}" if p.unit else ""
-        rows.append([_(p.label), f"{a:.4g}{unit}", f"{b:.4g}{unit}",
-                     f"{p.median:.3f} ({change(p.median)})", f"{p.low:.3f} – {p.high:.3f}", _(VERDICTS[p.verdict])])
+    changes in per cent) and the verdict; with a control, its rows after: A run again against A, where any
+    change called is a false alarm."""
+    rows = [_row(_(p.label), p, doc.rounds_a, doc.rounds_b, _(VERDICTS[p.verdict])) for p in doc.ratios]
+    rows += [_row(control_label(p), p, doc.rounds_a, doc.rounds_c,
+                  _("no measurable change") if p.verdict == "no measurable change" else _("false alarm"))
+             for p in doc.control]
     conf = min((p.confidence for p in doc.ratios), default=0.0)
     note = _("A: {a}. B: {b}. {k} rounds of the page's gated steps ({steps}) per side, alternating AB, BA, ...; "
              "servers: {servers}. The ratio is B/A within each round (the host's drift cancels); the interval "
@@ -44,12 +54,19 @@ def paired_table(doc: Comparison) -> Table:
              "interval excludes 1.", a=side_text(doc.a), b=side_text(doc.b), k=len(doc.order),
              steps=", ".join(doc.steps), servers=_("one per side for every round") if doc.servers == "shared"
              else _("a fresh one per side and round"), conf=100 * conf)
+    if doc.control:
+        note += " " + _("Control: A also ran a second time in every round (the three sides in the six orders in "
+                        "turn); its rows judge that copy against A, so a change called there is a false alarm of "
+                        "this host in this session.")
     return Table([_("figure"), _("A (median)"), _("B (median)"), _("B/A (median)"), _("interval"), _("verdict")],
                  rows, caption=_("Paired comparison on {device} ({date})", device=doc.machine.device_label,
                                  date=doc.built_at[:10]), note=note)
 
 
 def paired_forest(doc: Comparison):
-    """Each figure's ratio B/A: every round's ratio (dots), their median (bar) and the interval (line), around 1."""
-    return plots.paired_forest(doc.ratios, _("{model}: B against A, {k} paired rounds", model=doc.model,
-                                             k=len(doc.order)))
+    """Each figure's ratio B/A: every round's ratio (dots), their median (bar) and the interval (line), around 1;
+    with a control, its ratios A again / A below."""
+    ratios = list(doc.ratios) + list(doc.control)
+    labels = [_(p.label) for p in doc.ratios] + [control_label(p) for p in doc.control]
+    return plots.paired_forest(ratios, _("{model}: B against A, {k} paired rounds", model=doc.model,
+                                         k=len(doc.order)), labels)

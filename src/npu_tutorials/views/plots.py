@@ -270,9 +270,10 @@ def models_compared(rows, title: str):
 
 
 @with_fonts
-def paired_forest(ratios, title: str):
+def paired_forest(ratios, title: str, labels: list[str] | None = None):
     """Paired ratios B/A (:class:`~npu_tutorials.record.schema_base.PairedRatio`): every round's ratio (dots), their
-    median (bar) and the interval (line), around 1; grey where no change is called."""
+    median (bar) and the interval (line), around 1; grey where no change is called.  ``labels``: the rows' names
+    (default: each figure's label)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 0.7 + 0.55 * max(1, len(ratios))))
     for i, p in enumerate(ratios):
@@ -282,7 +283,7 @@ def paired_forest(ratios, title: str):
         ax.plot([p.median], [i], marker="|", markersize=16, color=colour)
         ax.scatter(p.ratios, [i] * len(p.ratios), s=12, color="k", alpha=0.5, zorder=3)
     ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(ratios)), [_(p.label) for p in ratios])
+    ax.set_yticks(range(len(ratios)), labels or [_(p.label) for p in ratios])
     ax.invert_yaxis()
     ax.set_xlabel(_("B/A per round (dots), median (bar) and interval (line)"))
     ax.set_title(title, fontsize=11)
