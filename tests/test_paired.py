@@ -59,9 +59,12 @@ def test_with_a_control_the_three_sides_run_in_the_six_orders_in_turn():
         for x, y in ("AB", "AC", "BC"):
             assert sum(t.index(x) < t.index(y) for t in six) == 3
     calls = []
+    kept = []
     got, rounds = paired.interleaved_sides({s: (lambda s: lambda i: calls.append(s + str(i)) or {"x": i})(s)
-                                            for s in "ABC"}, 2)
+                                            for s in "ABC"}, 2,
+                                           lambda o, r: kept.append((list(o), {s: len(v) for s, v in r.items()})))
     assert got == ["ABC", "CBA"] and calls == ["A0", "B0", "C0", "C1", "B1", "A1"]
+    assert kept == [(["ABC"], {"A": 1, "B": 1, "C": 1}), (["ABC", "CBA"], {"A": 2, "B": 2, "C": 2})]
     assert rounds == {s: [{"x": 0}, {"x": 1}] for s in "ABC"}
 
 
@@ -185,6 +188,7 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     assert doc.order == ["ABC", "CBA"] and doc.b.flags == ["--max-num-seqs", "2"] and doc.steps == ["benchmark"]
     assert {r.key for r in doc.ratios} == {"output_throughput", "median_ttft_ms", "median_tpot_ms"}
     assert {r.key for r in doc.control} == {r.key for r in doc.ratios} and len(doc.rounds_c) == 2
+    assert not out.with_suffix(".partial.json").exists()  # the rounds kept while it ran, gone once it is whole
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
     assert "Paired comparison" in p.stdout and "B/A" in p.stdout
     paired_table(doc), paired_forest(doc)

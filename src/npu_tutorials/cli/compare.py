@@ -14,8 +14,9 @@ then counts as the sides'), and judge each headline
 figure by its ratio B/A within the rounds: the median, an exact 95 % interval, and "B better", "B worse" or
 "no measurable change" (:mod:`npu_tutorials.measure.paired`).  ``--control`` runs A a second time per
 round and judges that copy against A as well: this host's false alarms, in this session.  Prints the table
-and writes the document (``_build/compare/<model>-<time>.json`` by default), which the methods page explains
-and ``npu_tutorials.views.paired`` draws.
+and writes the document (``_build/compare/<model>-<time>.json`` by default; the rounds so far go to
+``<document>.partial.json`` after each round, so a long comparison cut short keeps them), which the methods
+page explains and ``npu_tutorials.views.paired`` draws.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from . import ROOT, command, serve_tiny
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
 from ..measure.paired import ROUNDS_95
-from ..record.results import write_record
+from ..record.results import now_utc, write_record
 from ..record.schema_paired import Side
 from ..tutorial.remeasure import SERVERS, measure_paired
 from ..views.paired import paired_table
@@ -72,10 +73,17 @@ def run() -> int:
     side_a, side_b = parse_side("A", a.a), parse_side("B", a.b)
     if a.tiny:
         serve_tiny(card)
-    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers, control=a.control)
-    out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{doc.built_at[:19].replace(':', '')}.json"
+    out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{now_utc()[:19].replace(':', '')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".partial.json")
+
+    def keep(order: list[str], rounds: dict) -> None:  # a long comparison cut short keeps its rounds
+        write_record({"model": card.key, "a": side_a.model_dump(), "b": side_b.model_dump(), "order": order,
+                      **{f"rounds_{s.lower()}": r for s, r in rounds.items()}}, partial)
+
+    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers, control=a.control, after_round=keep)
     write_record(doc.model_dump(mode="json"), out)
+    partial.unlink(missing_ok=True)
     print(repr(paired_table(doc)))
     print(f"wrote {out}")
     return 0

@@ -43,10 +43,12 @@ def order_of(k: int, sides: str = "AB") -> list[str]:
     return [turns[i % len(turns)] for i in range(k)]
 
 
-def interleaved_sides(measures: dict[str, Callable[[int], dict[str, float]]],
-                      k: int) -> tuple[list[str], dict[str, list[dict[str, float]]]]:
+def interleaved_sides(measures: dict[str, Callable[[int], dict[str, float]]], k: int,
+                      after_round: Callable[[list[str], dict[str, list[dict[str, float]]]], None] | None = None,
+                      ) -> tuple[list[str], dict[str, list[dict[str, float]]]]:
     """Run ``k`` rounds, each side of ``measures`` (one letter each, two or three) once per round in the
-    order :func:`order_of` gives: ``(order, {side: its rounds})``."""
+    order :func:`order_of` gives: ``(order, {side: its rounds})``; ``after_round(order so far, rounds so far)``
+    is called after each round (a long comparison keeps what it has measured)."""
     if k < 1:
         raise ValueError("a paired comparison needs at least one round")
     order = order_of(k, "".join(measures))
@@ -54,6 +56,8 @@ def interleaved_sides(measures: dict[str, Callable[[int], dict[str, float]]],
     for i, turn in enumerate(order):
         for side in turn:
             rounds[side].append(measures[side](i))
+        if after_round:
+            after_round(order[:i + 1], rounds)
     return order, rounds
 
 

@@ -79,7 +79,7 @@ SERVERS = ("fresh", "shared")
 
 
 def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh",
-                   control: bool = False) -> Comparison:
+                   control: bool = False, after_round=None) -> Comparison:
     """Card ``key``'s gated steps under configurations ``a`` and ``b``, ``k`` rounds, alternately on this host.
 
     Each round runs the gated steps once per side, the side going first alternating, with prompts of that
@@ -89,8 +89,9 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     configuration too; ``shared``: both servers start first and serve every round (cheaper; a difference
     between those two servers' starts then counts as the configurations' difference).  ``control``: side A
     runs a second time in every round, as C, the three in the six orders in turn, and the document keeps the
-    ratios C/A (two identical sides: what the host's noise alone calls a change).  Everything started is
-    stopped afterwards, after success, error or Ctrl-C."""
+    ratios C/A (two identical sides: what the host's noise alone calls a change).  ``after_round(order,
+    rounds)``: called after each round with what it measured so far.  Everything started is stopped
+    afterwards, after success, error or Ctrl-C."""
     if servers not in SERVERS:
         raise ValueError(f"servers must be one of {', '.join(SERVERS)}, not {servers!r}")
     if a.label == b.label:
@@ -117,7 +118,7 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
                     return {fk: f.value for fk, f in headline_figures(tut.doc).items()}
                 return one_round
 
-            order, rounds = interleaved_sides({name: measure(name) for name in sides}, k)
+            order, rounds = interleaved_sides({name: measure(name) for name in sides}, k, after_round)
         finally:
             for tut in tuts.values():
                 tut.stop()
