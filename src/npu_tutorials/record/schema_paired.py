@@ -23,6 +23,9 @@ class Side(StrictModel):
     versions: dict[str, str | None] = Field({}, description="vLLM, vllm-ascend, torch as this side's run found them")
     code: str | None = Field(None, description="the commit whose code ran this side (make check GATE=1 PAIRED=<ref>); "
                                                "None: this checkout's, with the flags and environment above")
+    python: str | None = Field(None, description="the interpreter that ran this side's server (``python:PATH``: another "
+                                                 "virtualenv, so another vLLM or vllm-ascend), machine paths scrubbed; "
+                                                 "None: this build's")
 
 
 class Comparison(StrictModel):

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..engine.backend import interpreter_versions
 from ..inputs.cards import load_card
 from ..measure.paired import interleaved_sides, paired_ratios
 from ..record.headline import METRICS, gated_steps, headline_figures
@@ -59,14 +60,16 @@ def measure_gated(key: str) -> ResultsDoc:
     return tut.doc
 
 
-def _side_tutorial(key: str, side: Side, work: Path, fresh: bool) -> Tutorial:
-    """Side ``side``'s tutorial: its flags after the page's, its environment added to the build's, its working
-    files in a folder of its own; its server started now unless each round starts one (``fresh``)."""
+def _side_tutorial(key: str, side: Side, work: Path, fresh: bool, python: str | None = None) -> Tutorial:
+    """Side ``side``'s tutorial: its flags after the page's, its environment added to the build's, its servers
+    run by ``python`` (default: this build's interpreter), its working files in a folder of its own; its server
+    started now unless each round starts one (``fresh``)."""
     with scratch_env(TUTORIAL_ARTIFACTS_DIR=str(work / side.label / "artifacts"),
                      TUTORIAL_RESULTS_DIR=str(work / side.label / "results")):
         tut = detach(Tutorial(key))  # the other side's Tutorial must not stop this one
     try:
         tut.state.device_env.update(side.env)
+        tut.state.servers.python = python
         tut.prepare_weights()
         tut.start_server(extra=list(side.flags), now=not fresh, checks=False)
     except BaseException:
@@ -79,7 +82,8 @@ SERVERS = ("fresh", "shared")
 
 
 def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh",
-                   control: bool = False, after_round=None) -> Comparison:
+                   control: bool = False, after_round=None,
+                   pythons: dict[str, str] | None = None) -> Comparison:
     """Card ``key``'s gated steps under configurations ``a`` and ``b``, ``k`` rounds, alternately on this host.
 
     Each round runs the gated steps once per side, the side going first alternating, with prompts of that
@@ -104,8 +108,9 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         try:
             sides = {"A": a, "B": b} | ({"C": a.model_copy(update={"label": "C"})} if control else {})
+            py = {**(pythons or {}), **({"C": pythons["A"]} if control and pythons and "A" in pythons else {})}
             for name, side in sides.items():
-                tuts[name] = _side_tutorial(key, side, Path(work), fresh)
+                tuts[name] = _side_tutorial(key, side, Path(work), fresh, py.get(name))
 
             def measure(name: str):
                 def one_round(i: int) -> dict[str, float]:
@@ -124,7 +129,8 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
                 tut.stop()
     ref = tuts["A"].doc.provenance
     for side, name in ((a, "A"), (b, "B")):
-        side.versions = dict(tuts[name].doc.provenance.machine.versions)
+        side.versions = (interpreter_versions(pythons[name]) if name in (pythons or {})
+                         else dict(tuts[name].doc.provenance.machine.versions))
     ra, rb, rc = rounds["A"], rounds["B"], rounds.get("C", [])
     return Comparison(model=key, built_at=now_utc(), git_commit=git_commit(), machine=ref.machine,
                       weights=ref.weights, profile=ref.profile, steps=steps, servers=servers, a=a, b=b,

@@ -49,6 +49,9 @@ class ServerPool:
     """A named step of the build (its terminal lines and cost)."""
     meanwhile: Callable[[str], ContextManager] | None = None
     """A context each start runs in, by dtype (:meth:`open`)."""
+    python: str | None = None
+    """The interpreter the servers run under, when not this build's (a paired comparison's side in another
+    virtualenv: ``make compare A=python:PATH``)."""
 
     def open(self, model: Path, extra: tuple[str, ...],
              meanwhile: Callable[[str], ContextManager] | None = None) -> "ServerPool":
@@ -92,8 +95,9 @@ class ServerPool:
         """Stop the running server and start ``spec`` (a named step of the build)."""
         self.stop()
         verbose = os.environ.get("TUTORIAL_VERBOSE", "") not in ("", "0")
+        argv = [self.python, *spec.argv[1:]] if self.python else list(spec.argv)
         self.server = VLLMServer(
-            list(spec.argv), host=HOST, port=spec.port, env=spec.environ,
+            argv, host=HOST, port=spec.port, env=spec.environ,
             log_path=self.artifacts / f"server-{spec.dtype}{spec.label}.log",
             on_wait=lambda secs, line: self.progress.say(f"  waiting for the server ({secs:.0f} s): {line}"),
             stream=self.progress.out if verbose else None, backend=self.platform.name)

@@ -17,6 +17,8 @@ def side_text(side: Side) -> str:
     """A side as ``make compare`` was given it: its environment words, then its flags; the page's server as it
     is when it has neither."""
     words = [f"{k}={v}" for k, v in side.env.items()] + list(side.flags)
+    if side.python:
+        words.insert(0, f"python:{side.python}")
     if side.code:
         words.insert(0, _("the code of {commit}", commit=side.code[:12]))
     return " ".join(words) if words else _("the page's server as it is")
