@@ -189,6 +189,9 @@ def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
     rows = {r[0]: r for r in t.rows}
     assert rows["median TPOT"][-1] == "B worse" and rows["output throughput"][-1] == "no measurable change"
     assert "X=1 --max-num-seqs 4" in t.note and "the page's server as it is" in t.note and "96.9 %" in t.note
+    assert "versions differ" not in t.note
+    doc.a.versions, doc.b.versions = {"vllm": "0.31.0", "torch": "2.9"}, {"vllm": "0.32.0", "torch": "2.9"}
+    assert "The sides' versions differ (A / B): vllm 0.31.0 / 0.32.0." in paired_table(doc).note
     fig = paired_forest(doc)
     assert len(fig.axes[0].get_yticklabels()) == 2
     with language("zh_CN"):

@@ -56,6 +56,11 @@ def paired_table(doc: Comparison) -> Table:
              "interval excludes 1.", a=side_text(doc.a), b=side_text(doc.b), k=len(doc.order),
              steps=", ".join(doc.steps), servers=_("one per side for every round") if doc.servers == "shared"
              else _("a fresh one per side and round"), conf=100 * conf)
+    differ = [f"{k} {doc.a.versions.get(k) or '–'} / {doc.b.versions.get(k) or '–'}"
+              for k in sorted(set(doc.a.versions) | set(doc.b.versions))
+              if doc.a.versions.get(k) != doc.b.versions.get(k)]
+    if differ:
+        note += " " + _("The sides' versions differ (A / B): {versions}.", versions="; ".join(differ))
     if doc.control:
         note += " " + _("Control: A also ran a second time in every round (the three sides in the six orders in "
                         "turn); its rows judge that copy against A, so a change called there is a false alarm of "
