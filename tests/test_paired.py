@@ -203,19 +203,24 @@ def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
 @pytest.mark.engine
 @pytest.mark.slow
 def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
-    """scripts/compare.py end to end: two servers of the tiny stand-in (B with a smaller batch), 2 rounds of
-    the page's benchmark each, alternately; the document reads back and draws."""
+    """scripts/compare.py end to end on the tiny stand-in, 2 rounds with a control: A (and its copy C) served in
+    "an image" (the fake docker), B by "another virtualenv's" interpreter with a smaller batch; the document
+    reads back and draws, and no server or container is left."""
     require_vllm()
     out = tmp_path / "cmp.json"
     other = tmp_path / "other-venv" / "python"  # B's servers run by "another virtualenv's" interpreter
     other.parent.mkdir()
     other.write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path / 'ran'}\nexec {sys.executable} \"$@\"\n")
     other.chmod(0o755)
-    p = subprocess.run([sys.executable, "scripts/compare.py", "qwen2.5-0.5b", "--tiny", "--k", "2", "--a=",
-                        f"--b=python:{other} --max-num-seqs 2", "--control", "--out", str(out)], cwd=ROOT,
-                       capture_output=True, text=True,
+    docker = ROOT / "tests" / "fakes" / "bin-docker"  # A (and its control) in "an image": the fake docker
+    p = subprocess.run([sys.executable, "scripts/compare.py", "qwen2.5-0.5b", "--tiny", "--k", "2",
+                        "--a=image:quay.io/ascend/vllm-ascend:v0.23.0", f"--b=python:{other} --max-num-seqs 2",
+                        "--control", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
                        timeout=1500, env={**os.environ, "TUTORIAL_CACHE": str(ROOT / ".cache"),
-                                          "TUTORIAL_RESULTS_DIR": str(tmp_path / "results")})
+                                          "TUTORIAL_RESULTS_DIR": str(tmp_path / "results"),
+                                          "PATH": f"{docker}{os.pathsep}{os.environ['PATH']}",
+                                          "FAKE_DOCKER_STATE": str(tmp_path / "docker"),
+                                          "FAKE_DOCKER_PYTHON": sys.executable})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     doc = Comparison.model_validate_json(out.read_text())
     assert doc.order == ["ABC", "CBA"] and doc.b.flags == ["--max-num-seqs", "2"] and doc.steps == ["benchmark"]
@@ -225,6 +230,12 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     ran = (tmp_path / "ran").read_text().splitlines()
     assert sum("vllm.entrypoints.openai.api_server" in x for x in ran) == 2  # B's two servers, A's and C's not
     assert doc.b.python and doc.b.versions["vllm"] and any("versions_probe.py" in x for x in ran)
+    calls = (tmp_path / "docker" / "calls.log").read_text().splitlines()
+    runs = [c for c in calls if c.startswith("run --rm --name")]
+    assert len(runs) == 4 and all("--net=host" in c and "vllm.entrypoints.openai.api_server" in c for c in runs)
+    assert sum(c.startswith("rm -f npu-tutorials-side-") for c in calls) == 4  # A's and C's, each removed
+    assert doc.a.image == "quay.io/ascend/vllm-ascend:v0.23.0" and doc.a.versions["vllm"]
+    assert not list((tmp_path / "docker").glob("*.pid"))  # no container left
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
     assert "Paired comparison" in p.stdout and "B/A" in p.stdout
     paired_table(doc), paired_forest(doc)

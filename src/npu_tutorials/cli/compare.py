@@ -4,11 +4,13 @@
   make compare MODEL=qwen3-0.6b A="" B="VLLM_CPU_OMP_THREADS_BIND=0" K=8 SERVERS=shared
   make compare MODEL=smollm2-135m-instruct A="" B="--max-num-seqs 8" K=12 CONTROL=1
   make compare MODEL=qwen3-0.6b A="" B="python:/opt/vllm-next/bin/python"   (an upgrade: another venv's vLLM)
+  make compare MODEL=qwen3-0.6b A="image:quay.io/ascend/vllm-ascend:v0.23.0" B="image:quay.io/ascend/vllm-ascend:v0.25.1rc1"
   python scripts/compare.py qwen3-0.6b --a="" --b="--max-num-seqs 4" [--k 6] [--control] [--tiny] [--out FILE]
 
 A side is what ``A=`` / ``B=`` hold: ``NAME=value`` words set its server's environment, a ``python:PATH``
-word runs its server under another interpreter (another virtualenv: another vLLM or vllm-ascend; this build's
-client measures both), the other words are vLLM flags added after the page's serve command (empty: the page's
+word runs its server under another interpreter (another virtualenv: another vLLM or vllm-ascend), an
+``image:REF`` word in another container image (:mod:`npu_tutorials.engine.container`; this build's client
+measures both sides alike), the other words are vLLM flags added after the page's serve command (empty: the page's
 server as it is).  ``k`` rounds each run
 the page's gated steps (its benchmark at the report's conditions, or its concurrency sweep and roofline) once
 per side, the side going first alternating, on a fresh server per side and round (``--servers shared``: one
@@ -41,19 +43,24 @@ from ..views.paired import paired_table
 
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PYTHON_WORD = "python:"
+IMAGE_WORD = "image:"
 
 
 def parse_side(label: str, text: str) -> tuple[Side, str | None]:
     """``"python:/opt/vllm-next/bin/python VLLM_X=1 --max-num-seqs 4"`` as a side and the interpreter that runs
-    its server (None: this build's): a ``python:PATH`` word, environment words anywhere, flags the rest."""
+    its server (None: this build's): a ``python:PATH`` or an ``image:REF`` word (where its server runs),
+    environment words anywhere, flags the rest."""
     try:
         words = shlex.split(text or "")
     except ValueError as exc:
         raise TutorialError(f"side {label}: {text!r} is not a shell word list: {exc}") from None
     pythons = [w[len(PYTHON_WORD):] for w in words if w.startswith(PYTHON_WORD)]
-    words = [w for w in words if not w.startswith(PYTHON_WORD)]
-    if len(pythons) > 1:
-        raise TutorialError(f"side {label}: more than one python:PATH word")
+    images = [w[len(IMAGE_WORD):] for w in words if w.startswith(IMAGE_WORD)]
+    words = [w for w in words if not w.startswith((PYTHON_WORD, IMAGE_WORD))]
+    if len(pythons) + len(images) > 1:
+        raise TutorialError(f"side {label}: one python:PATH or image:REF word at most (where its server runs)")
+    if images and not images[0]:
+        raise TutorialError(f"side {label}: image: names no image (image:quay.io/ascend/vllm-ascend:<tag>)")
     python = pythons[0] if pythons else None
     if python is not None:
         found = shutil.which(python)
@@ -64,8 +71,10 @@ def parse_side(label: str, text: str) -> tuple[Side, str | None]:
     env = dict(w.split("=", 1) for w in words if ENV_WORD.match(w))
     flags = [w for w in words if not ENV_WORD.match(w)]
     if flags and not flags[0].startswith("-"):
-        raise TutorialError(f"side {label}: {flags[0]!r} is neither NAME=value, python:PATH nor a vLLM flag (--...)")
-    return Side(label=label, flags=flags, env=env, python=scrub(python) if python else None), python
+        raise TutorialError(f"side {label}: {flags[0]!r} is neither NAME=value, python:PATH, image:REF nor a "
+                            "vLLM flag (--...)")
+    return Side(label=label, flags=flags, env=env, python=scrub(python) if python else None,
+                image=images[0] if images else None), python
 
 
 def run() -> int:

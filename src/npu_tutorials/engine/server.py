@@ -109,11 +109,13 @@ class VLLMServer:
     def __init__(self, argv: list[str], *, host: str, port: int, env: dict[str, str] | None = None,
                  log_path: str | Path | None = None, startup_timeout: float = ENGINE_READY_TIMEOUT_S,
                  on_wait: Callable[[float, str], None] | None = None, every: float = 30.0,
-                 stream: TextIO | None = None, backend: str = "cpu"):
+                 stream: TextIO | None = None, backend: str = "cpu", on_stop: Callable[[], None] | None = None):
         """``on_wait(seconds, last_log_line)`` is called every ``every`` seconds while the server starts;
         ``stream``: copy the server's log there as it grows (``TUTORIAL_VERBOSE=1``); ``backend``: whose device
-        memory its sampler reads (:class:`~npu_tutorials.engine.memory.MemorySampler`)."""
+        memory its sampler reads (:class:`~npu_tutorials.engine.memory.MemorySampler`); ``on_stop``: called
+        after every stop, once its process group is gone (a server in a container: remove the container)."""
         self.backend = backend
+        self.on_stop = on_stop
         self.sampler: MemorySampler | None = None
         self.on_wait, self.every, self.stream = on_wait, every, stream
         self._tee: threading.Thread | None = None
@@ -324,6 +326,8 @@ class VLLMServer:
             rpc, self._rpc_dir = self._rpc_dir, None
             if rpc:
                 shutil.rmtree(rpc, ignore_errors=True)
+            if self.on_stop is not None:
+                self.on_stop()
 
     def __enter__(self) -> "VLLMServer":
         return self.start()

@@ -26,6 +26,8 @@ class Side(StrictModel):
     python: str | None = Field(None, description="the interpreter that ran this side's server (``python:PATH``: another "
                                                  "virtualenv, so another vLLM or vllm-ascend), machine paths scrubbed; "
                                                  "None: this build's")
+    image: str | None = Field(None, description="the container image that ran this side's server (``image:REF``); "
+                                                "None: this host")
 
 
 class Comparison(StrictModel):

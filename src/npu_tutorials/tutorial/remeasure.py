@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ..engine.backend import interpreter_versions
+from ..engine.container import image_versions
 from ..inputs.cards import load_card
 from ..measure.paired import interleaved_sides, paired_ratios
 from ..record.headline import METRICS, gated_steps, headline_figures
@@ -62,14 +63,14 @@ def measure_gated(key: str) -> ResultsDoc:
 
 def _side_tutorial(key: str, side: Side, work: Path, fresh: bool, python: str | None = None) -> Tutorial:
     """Side ``side``'s tutorial: its flags after the page's, its environment added to the build's, its servers
-    run by ``python`` (default: this build's interpreter), its working files in a folder of its own; its server
+    run by ``python`` (default: this build's interpreter) or in its image, its working files in a folder of its own; its server
     started now unless each round starts one (``fresh``)."""
     with scratch_env(TUTORIAL_ARTIFACTS_DIR=str(work / side.label / "artifacts"),
                      TUTORIAL_RESULTS_DIR=str(work / side.label / "results")):
         tut = detach(Tutorial(key))  # the other side's Tutorial must not stop this one
     try:
         tut.state.device_env.update(side.env)
-        tut.state.servers.python = python
+        tut.state.servers.python, tut.state.servers.image = python, side.image
         tut.prepare_weights()
         tut.start_server(extra=list(side.flags), now=not fresh, checks=False)
     except BaseException:
@@ -130,6 +131,7 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     ref = tuts["A"].doc.provenance
     for side, name in ((a, "A"), (b, "B")):
         side.versions = (interpreter_versions(pythons[name]) if name in (pythons or {})
+                         else image_versions(side.image) if side.image
                          else dict(tuts[name].doc.provenance.machine.versions))
     ra, rb, rc = rounds["A"], rounds["B"], rounds.get("C", [])
     return Comparison(model=key, built_at=now_utc(), git_commit=git_commit(), machine=ref.machine,

@@ -17,6 +17,7 @@ from typing import Callable, ContextManager, Mapping
 
 from ..core.errors import TutorialError
 from ..core.progress import Progress
+from ..engine import container
 from ..engine.platform import EnginePlan, Platform, ServerSpec
 from ..engine.server import HOST, VLLMServer
 from ..inputs.cards import Card
@@ -52,6 +53,9 @@ class ServerPool:
     python: str | None = None
     """The interpreter the servers run under, when not this build's (a paired comparison's side in another
     virtualenv: ``make compare A=python:PATH``)."""
+    image: str | None = None
+    """The container image the servers run in, when not on this host (a paired comparison's side in another
+    image: ``make compare A=image:REF``, :mod:`~npu_tutorials.engine.container`)."""
 
     def open(self, model: Path, extra: tuple[str, ...],
              meanwhile: Callable[[str], ContextManager] | None = None) -> "ServerPool":
@@ -95,9 +99,14 @@ class ServerPool:
         """Stop the running server and start ``spec`` (a named step of the build)."""
         self.stop()
         verbose = os.environ.get("TUTORIAL_VERBOSE", "") not in ("", "0")
-        argv = [self.python, *spec.argv[1:]] if self.python else list(spec.argv)
+        argv, env, on_stop = [self.python or spec.argv[0], *spec.argv[1:]], spec.environ, None
+        if self.image:
+            name = container.container_name()
+            argv = container.container_argv(self.image, ["python", *spec.argv[1:]], env, backend=self.platform.name,
+                                            name=name)
+            env, on_stop = {}, lambda: container.remove(name)
         self.server = VLLMServer(
-            argv, host=HOST, port=spec.port, env=spec.environ,
+            argv, host=HOST, port=spec.port, env=env, on_stop=on_stop,
             log_path=self.artifacts / f"server-{spec.dtype}{spec.label}.log",
             on_wait=lambda secs, line: self.progress.say(f"  waiting for the server ({secs:.0f} s): {line}"),
             stream=self.progress.out if verbose else None, backend=self.platform.name)

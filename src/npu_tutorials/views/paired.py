@@ -19,6 +19,8 @@ def side_text(side: Side) -> str:
     words = [f"{k}={v}" for k, v in side.env.items()] + list(side.flags)
     if side.python:
         words.insert(0, f"python:{side.python}")
+    if side.image:
+        words.insert(0, f"image:{side.image}")
     if side.code:
         words.insert(0, _("the code of {commit}", commit=side.code[:12]))
     return " ".join(words) if words else _("the page's server as it is")
