@@ -118,7 +118,7 @@ def test_make_compares_sides_are_environment_words_and_flags():
     assert s.env == {"VLLM_CPU_OMP_THREADS_BIND": "0"} and s.flags == ["--max-num-seqs", "4", "--enable-chunked-prefill"]
     assert py is None and s.python is None
     assert parse_side("A", "") == (Side(label="A"), None)
-    with pytest.raises(TutorialError, match="neither NAME=value, python:PATH nor a vLLM flag"):
+    with pytest.raises(TutorialError, match="neither NAME=value, python:PATH, image:REF nor a vLLM flag"):
         parse_side("A", "max-num-seqs 4")
     with pytest.raises(TutorialError, match="not a shell word list"):
         parse_side("A", "--x 'open")
@@ -141,7 +141,7 @@ def test_a_side_in_another_virtualenv_is_a_python_word(tmp_path, monkeypatch):
     assert interpreter_versions(py) == package_versions()  # the same interpreter here: the same versions
     with pytest.raises(TutorialError, match="python:/nowhere/bin/python is not an interpreter this host can run"):
         parse_side("B", "python:/nowhere/bin/python")
-    with pytest.raises(TutorialError, match="more than one python:PATH"):
+    with pytest.raises(TutorialError, match="one python:PATH or image:REF word at most"):
         parse_side("B", f"python:{py} python:{py}")
     with pytest.raises(TutorialError, match="cannot read its package versions"):
         interpreter_versions("/bin/false")
