@@ -18,6 +18,7 @@ import pytest
 from npu_tutorials.cli.compare import parse_side
 from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.engine import container
+from npu_tutorials.engine.platform import platform_for
 from npu_tutorials.engine.server import VLLMServer, free_port
 from npu_tutorials.engine.versions_probe import package_versions
 from npu_tutorials.views.paired import side_text
@@ -41,7 +42,7 @@ def test_the_page_command_runs_in_the_image_with_the_leased_npus_and_the_paths_i
     argv = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", str(weights), "--port", "8123",
             "--served-model-name", "/not/a/path"]
     env = {"ASCEND_RT_VISIBLE_DEVICES": "2,3", "VLLM_LOGGING_LEVEL": "INFO"}
-    out = container.container_argv(IMAGE, argv, env, backend="npu", name="side-a")
+    out = container.container_argv(IMAGE, argv, env, platform=platform_for("npu"), name="side-a")
     assert out[:6] == ["docker", "run", "--rm", "--name", "side-a", "--net=host"]
     assert out[-len(argv) - 1:] == [IMAGE, *argv]  # the image's entrypoint and python, the page's command
     opts = out[6:-len(argv) - 1]
@@ -49,9 +50,9 @@ def test_the_page_command_runs_in_the_image_with_the_leased_npus_and_the_paths_i
     assert "/dev/davinci_manager" in opts and "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi" in opts
     assert f"{weights}:{weights}:ro" in opts and not any("/not/a/path" in o for o in opts)
     assert "VLLM_LOGGING_LEVEL=INFO" in opts and not any(o.startswith("ASCEND_RT_VISIBLE_DEVICES") for o in opts)
-    gpu = container.container_argv(IMAGE, argv, {"CUDA_VISIBLE_DEVICES": "1"}, backend="cuda", name="g")
+    gpu = container.container_argv(IMAGE, argv, {"CUDA_VISIBLE_DEVICES": "1"}, platform=platform_for("cuda"), name="g")
     assert gpu[gpu.index("--gpus") + 1] == '"device=1"' and "-e" not in gpu
-    assert "--device" not in container.container_argv(IMAGE, argv, {}, backend="cpu", name="c")
+    assert "--device" not in container.container_argv(IMAGE, argv, {}, platform=platform_for("cpu"), name="c")
 
 
 SERVE = """
@@ -83,7 +84,7 @@ def test_a_server_in_a_container_is_removed_when_it_stops(tmp_path, docker):
     script.write_text(SERVE)
     for remove in (False, True):
         port, name = free_port(), container.container_name()
-        argv = container.container_argv(IMAGE, ["python", str(script), str(port)], {}, backend="cpu", name=name)
+        argv = container.container_argv(IMAGE, ["python", str(script), str(port)], {}, platform=platform_for("cpu"), name=name)
         srv = VLLMServer(argv, host="127.0.0.1", port=port, log_path=tmp_path / f"{name}.log", startup_timeout=60,
                          on_stop=(lambda n=name: container.remove(n)) if remove else None)
         srv.start()
@@ -109,7 +110,7 @@ def test_an_images_versions_are_read_by_its_own_python(docker):
 
 def test_a_missing_device_is_dockers_one_line(tmp_path, docker):
     argv = container.container_argv(IMAGE, ["python", "-c", "pass"], {"ASCEND_RT_VISIBLE_DEVICES": "0"},
-                                    backend="npu", name="n")
+                                    platform=platform_for("npu"), name="n")
     srv = VLLMServer(argv, host="127.0.0.1", port=free_port(), log_path=tmp_path / "n.log", startup_timeout=30)
     with pytest.raises(TutorialError, match=r"exited with code 125(.|\n)*/dev/davinci0\": no such file"):
         srv.start()

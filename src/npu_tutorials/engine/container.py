@@ -28,7 +28,7 @@ from typing import Mapping, Sequence
 
 from ..core.errors import TutorialError
 from .commands import ascend_container_options
-from .devices import VISIBLE_DEVICES_VAR
+from .platform import Platform
 
 DOCKER = "docker"
 
@@ -37,29 +37,29 @@ def container_name() -> str:
     return f"npu-tutorials-side-{uuid.uuid4().hex[:12]}"
 
 
-def _devices(backend: str, env: Mapping[str, str]) -> list[str]:
-    var = VISIBLE_DEVICES_VAR.get(backend)
+def _devices(platform: Platform, env: Mapping[str, str]) -> list[str]:
+    var = platform.visible_devices_var
     ids = [int(x) for x in env.get(var, "0").split(",") if x.strip()] if var else []
-    if backend == "npu":
+    if platform.ascend:
         return ascend_container_options(ids or [0])
-    if backend == "cuda":
+    if platform.accelerator:
         return ["--gpus", f'"device={",".join(str(i) for i in ids or [0])}"']
     return []
 
 
-def container_argv(image: str, argv: Sequence[str], env: Mapping[str, str], *, backend: str,
+def container_argv(image: str, argv: Sequence[str], env: Mapping[str, str], *, platform: Platform,
                    name: str) -> list[str]:
-    """``docker run`` of ``argv`` (the page's server command, ``python`` first) in ``image``, as the module says."""
-    var = VISIBLE_DEVICES_VAR.get(backend)
+    """``docker run`` of ``argv`` (the page's server command, ``python`` first) in ``image`` on ``platform``'s
+    devices, as the module says."""
     mounts: list[str] = []
     for word in argv:
         if word.startswith("/") and os.path.exists(word) and word not in mounts:
             mounts.append(word)
-    opts = ["--rm", "--name", name, "--net=host", *_devices(backend, env)]
+    opts = ["--rm", "--name", name, "--net=host", *_devices(platform, env)]
     for path in mounts:
         opts += ["-v", f"{path}:{path}:ro"]
     for k, v in env.items():
-        if k != var:
+        if k != platform.visible_devices_var:
             opts += ["-e", f"{k}={v}"]
     return [DOCKER, "run", *opts, image, *argv]
 

@@ -102,7 +102,7 @@ class ServerPool:
         argv, env, on_stop = [self.python or spec.argv[0], *spec.argv[1:]], spec.environ, None
         if self.image:
             name = container.container_name()
-            argv = container.container_argv(self.image, ["python", *spec.argv[1:]], env, backend=self.platform.name,
+            argv = container.container_argv(self.image, ["python", *spec.argv[1:]], env, platform=self.platform,
                                             name=name)
             env, on_stop = {}, lambda: container.remove(name)
         self.server = VLLMServer(
