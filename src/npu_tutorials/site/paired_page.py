@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.messages import language
+from ..core.messages import _, language
 from ..measure.paired import ROUNDS_95, in_blocks
 from ..record.headline import METRICS
 from ..record.results import recorded_dir
 from ..record.schema_base import Stat
 from ..record.schema_paired import Comparison
-from ..views.paired import paired_forest, paired_table, side_text
+from ..views.paired import VERDICTS, paired_forest, paired_table, side_text
 from .render import figure_html
 
 PAIRED_MARK = "<!-- paired -->"
@@ -33,8 +33,9 @@ def _block_lines(blocks: list, suffix: str) -> list[str]:
             continue
         calls = [r.verdict for r in rows if r.verdict != "no measurable change"]
         widths = [100 * (r.high - r.low) for r in rows]
-        called = f"{len(calls)} of {len(rows)}" + (f" ({', '.join(sorted(set(calls)))})" if calls else "")
-        lines.append(f"| {label}{suffix} | {called} | {min(r.median for r in rows):.3f} – "
+        called = _("{n} of {m}", n=len(calls), m=len(rows)) + (
+            f" ({', '.join(_(VERDICTS[c]) for c in sorted(set(calls)))})" if calls else "")
+        lines.append(f"| {_(label)}{suffix} | {called} | {min(r.median for r in rows):.3f} – "
                      f"{max(r.median for r in rows):.3f} | {Stat.of(widths).median:.1f} %, {max(widths):.1f} % |")
     return lines
 
@@ -42,31 +43,36 @@ def _block_lines(blocks: list, suffix: str) -> list[str]:
 def blocks_markdown(doc: Comparison, k: int = BLOCK) -> str:
     """Per figure, over the document's consecutive blocks of ``k`` rounds: how many called a change, and the
     intervals' widths (as a share of the ratio), as a markdown table, the control's blocks (A again / A: every
-    change called is a false alarm) after B's; '' for fewer than two blocks."""
+    change called is a false alarm) after B's; '' for fewer than two blocks.  In the current language."""
     blocks = in_blocks(doc.rounds_a, doc.rounds_b, METRICS, k)
     if len(blocks) < 2:
         return ""
-    lines = [f"Cut into {len(blocks)} blocks of {k} rounds (each judged as `make compare K={k}` would judge it):",
-             "", "| figure | blocks calling a change | B/A medians | interval widths (median, max) |",
-             "|---|---|---|---|"] + _block_lines(blocks, "")
+    lines = [_("Cut into {n} blocks of {k} rounds (each judged as `make compare K={k}` would judge it):",
+               n=len(blocks), k=k), "",
+             "| " + " | ".join([_("figure"), _("blocks calling a change"), _("B/A medians"),
+                                _("interval widths (median, max)")]) + " |", "|---|---|---|---|"]
+    lines += _block_lines(blocks, "")
     if doc.rounds_c:
-        lines += _block_lines(in_blocks(doc.rounds_a, doc.rounds_c, METRICS, k), ", control A again / A "
-                                                                                 "(a change called: a false alarm)")
+        lines += _block_lines(in_blocks(doc.rounds_a, doc.rounds_c, METRICS, k),
+                              _(", control A again / A (a change called: a false alarm)"))
     return "\n".join(lines) + "\n"
 
 
 def paired_markdown(lang: str, images: Path, prefix: str = "") -> str:
     """Every recorded comparison: what was compared, its table, its forest plot and its blocks, in ``lang``."""
     found = recorded_comparisons()
-    if not found:
-        return "*No paired comparison is recorded (run `make compare`).*"
-    out = []
-    for path, doc in found:
-        with language(lang):
+    with language(lang):
+        if not found:
+            return _("*No paired comparison is recorded (run `make compare`).*")
+        out = []
+        for path, doc in found:
             table = paired_table(doc)._repr_html_()
             fig = figure_html(paired_forest(doc), images, prefix, path.stem)
-        out += [f"#### {doc.model}: A `{side_text(doc.a)}`, B `{side_text(doc.b)}`", "",
-                f"Recorded {doc.built_at[:10]} at commit `{(doc.git_commit or '?')[:12]}` on "
-                f"{doc.machine.device_label}, {doc.machine.backend}; {len(doc.order)} rounds, servers {doc.servers}, "
-                f"{doc.wall_time_s or 0:.0f} s in all (`{path.name}`).", "", table, "", fig, "", blocks_markdown(doc), ""]
-    return "\n".join(out)
+            out += [f"#### {doc.model}: A `{side_text(doc.a)}`, B `{side_text(doc.b)}`", "",
+                    _("Recorded {date} at commit `{commit}` on {device}, {backend}; {k} rounds, servers {servers}, "
+                      "{seconds:.0f} s in all (`{file}`).", date=doc.built_at[:10],
+                      commit=(doc.git_commit or "?")[:12], device=doc.machine.device_label,
+                      backend=doc.machine.backend, k=len(doc.order), servers=doc.servers,
+                      seconds=doc.wall_time_s or 0, file=path.name),
+                    "", table, "", fig, "", blocks_markdown(doc), ""]
+        return "\n".join(out)
