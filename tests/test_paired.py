@@ -181,6 +181,9 @@ def test_a_control_draws_as_rows_of_its_own_where_a_change_called_is_a_false_ala
         "median TPOT", "median TPOT: control, A again / A"]
     md = blocks_markdown(doc)
     assert "| median TPOT | 2 of 2 (B worse)" in md and "| median TPOT, control A again / A" in md
+    with language("zh_CN"):
+        zh = blocks_markdown(doc)
+    assert "blocks calling a change" not in zh and "B worse" not in zh and "control" not in zh
 
 
 def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
