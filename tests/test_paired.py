@@ -235,8 +235,9 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     assert doc.b.python and doc.b.versions["vllm"] and any("versions_probe.py" in x for x in ran)
     calls = (tmp_path / "docker" / "calls.log").read_text().splitlines()
     runs = [c for c in calls if c.startswith("run --rm --name")]
-    assert len(runs) == 4 and all("--net=host" in c and "vllm.entrypoints.openai.api_server" in c for c in runs)
-    assert sum(c.startswith("rm -f npu-tutorials-side-") for c in calls) == 4  # A's and C's, each removed
+    assert len(runs) == 5 and all("--net=host" in c and "vllm.entrypoints.openai.api_server" in c for c in runs)
+    assert sum(c.startswith("rm -f npu-tutorials-side-") for c in calls) == 5  # A's warm-up, A's and C's: removed
+    assert doc.warmup
     assert doc.a.image == "quay.io/ascend/vllm-ascend:v0.23.0" and doc.a.versions["vllm"]
     assert not list((tmp_path / "docker").glob("*.pid"))  # no container left
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
@@ -315,7 +316,8 @@ def test_the_paired_gate_fails_a_real_slowdown_of_five_percent_or_more_only(tmp_
 
     doc = paired_gate.compare_checkouts("qwen2.5-0.5b", tmp_path / "ref", "a" * 40, tmp_path / "this", machine(),
                                         run=run)
-    assert calls[:4] == ["ref", "this", "this", "ref"] and doc.servers == "fresh" and doc.a.code == "a" * 40
+    assert calls[:5] == ["ref", "ref", "this", "this", "ref"] and len(calls) == 13  # a warm-up, then 6 rounds
+    assert doc.servers == "fresh" and doc.a.code == "a" * 40 and doc.warmup
     notes, bad = paired_gate.judge(doc)
     assert bool(bad) == failed
     if failed:

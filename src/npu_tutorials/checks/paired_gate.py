@@ -91,7 +91,7 @@ def run_side(checkout: Path, key: str, scratch: Path, timeout: float = 3600) -> 
 def compare_checkouts(key: str, ref_dir: Path, ref_commit: str, this_dir: Path, machine, k: int = K,
                       run=run_side) -> Comparison:
     """``key``'s gated steps, the ref's code (A) against this checkout's (B), ``k`` rounds alternately, a fresh
-    process and server per side and round."""
+    process and server per side and round, after one run of the ref's, discarded (cold caches)."""
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="paired-gate-") as work:
         def side(d: Path, name: str):
@@ -104,6 +104,7 @@ def compare_checkouts(key: str, ref_dir: Path, ref_commit: str, this_dir: Path, 
                     raise
             return one
 
+        side(ref_dir, "A")(-1)  # a warm-up run, discarded: the session's first runs on cold caches
         order, ra, rb = interleaved(side(ref_dir, "A"), side(this_dir, "B"), k)
     card = load_card(key)
     this = git_commit()
@@ -111,7 +112,8 @@ def compare_checkouts(key: str, ref_dir: Path, ref_commit: str, this_dir: Path, 
                       steps=gated_steps(card), servers="fresh",
                       a=Side(label=f"ref {ref_commit[:12]}", code=ref_commit),
                       b=Side(label=f"this checkout {(this or '?')[:12]}", code=this), order=order, rounds_a=ra,
-                      rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS), wall_time_s=round(time.monotonic() - t0, 1))
+                      rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS), warmup=True,
+                      wall_time_s=round(time.monotonic() - t0, 1))
 
 
 def extended(first: Comparison, more: Comparison) -> Comparison:

@@ -55,4 +55,5 @@ class Comparison(StrictModel):
                                                              "make compare CONTROL=1; empty without one")
     control: list[PairedRatio] = Field([], description="the ratios C/A: two identical sides, what the host's noise "
                                                        "alone makes of a comparison in this session")
+    warmup: bool = Field(False, description="one run of side A went first and was discarded (cold caches)")
     wall_time_s: float | None = None

@@ -63,8 +63,8 @@ def measure_gated(key: str) -> ResultsDoc:
 
 def _side_tutorial(key: str, side: Side, work: Path, fresh: bool, python: str | None = None) -> Tutorial:
     """Side ``side``'s tutorial: its flags after the page's, its environment added to the build's, its servers
-    run by ``python`` (default: this build's interpreter) or in its image, its working files in a folder of its own; its server
-    started now unless each round starts one (``fresh``)."""
+    run by ``python`` (default: this build's interpreter) or in its image, its working files in a folder of
+    its own; its server started now unless each round starts one (``fresh``)."""
     with scratch_env(TUTORIAL_ARTIFACTS_DIR=str(work / side.label / "artifacts"),
                      TUTORIAL_RESULTS_DIR=str(work / side.label / "results")):
         tut = detach(Tutorial(key))  # the other side's Tutorial must not stop this one
@@ -84,7 +84,7 @@ SERVERS = ("fresh", "shared")
 
 def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh",
                    control: bool = False, after_round=None,
-                   pythons: dict[str, str] | None = None) -> Comparison:
+                   pythons: dict[str, str] | None = None, warmup: bool = True) -> Comparison:
     """Card ``key``'s gated steps under configurations ``a`` and ``b``, ``k`` rounds, alternately on this host.
 
     Each round runs the gated steps once per side, the side going first alternating, with prompts of that
@@ -95,7 +95,9 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     between those two servers' starts then counts as the configurations' difference).  ``control``: side A
     runs a second time in every round, as C, the three in the six orders in turn, and the document keeps the
     ratios C/A (two identical sides: what the host's noise alone calls a change).  ``after_round(order,
-    rounds)``: called after each round with what it measured so far.  Everything started is stopped
+    rounds)``: called after each round with what it measured so far.  ``warmup``: one run of side A first,
+    discarded (a session's first server start and benchmark run on cold caches; measured here, a session's
+    first run gave 29 % less throughput than the same configuration's next one).  Everything started is stopped
     afterwards, after success, error or Ctrl-C."""
     if servers not in SERVERS:
         raise ValueError(f"servers must be one of {', '.join(SERVERS)}, not {servers!r}")
@@ -109,7 +111,9 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         try:
             sides = {"A": a, "B": b} | ({"C": a.model_copy(update={"label": "C"})} if control else {})
-            py = {**(pythons or {}), **({"C": pythons["A"]} if control and pythons and "A" in pythons else {})}
+            py = dict(pythons or {})
+            if control and "A" in py:
+                py["C"] = py["A"]  # the control is side A, served alike
             for name, side in sides.items():
                 tuts[name] = _side_tutorial(key, side, Path(work), fresh, py.get(name))
 
@@ -124,6 +128,8 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
                     return {fk: f.value for fk, f in headline_figures(tut.doc).items()}
                 return one_round
 
+            if warmup:
+                measure("A")(-1)  # discarded: a session's first server start and benchmark run cold
             order, rounds = interleaved_sides({name: measure(name) for name in sides}, k, after_round)
         finally:
             for tut in tuts.values():
@@ -137,5 +143,5 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     return Comparison(model=key, built_at=now_utc(), git_commit=git_commit(), machine=ref.machine,
                       weights=ref.weights, profile=ref.profile, steps=steps, servers=servers, a=a, b=b,
                       order=order, rounds_a=ra, rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS),
-                      rounds_c=rc, control=paired_ratios(ra, rc, METRICS) if rc else [],
+                      rounds_c=rc, control=paired_ratios(ra, rc, METRICS) if rc else [], warmup=warmup,
                       wall_time_s=round(time.monotonic() - t0, 1))
