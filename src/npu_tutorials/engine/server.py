@@ -326,7 +326,7 @@ class VLLMServer:
             rpc, self._rpc_dir = self._rpc_dir, None
             if rpc:
                 shutil.rmtree(rpc, ignore_errors=True)
-            if self.on_stop is not None:
+            if proc is not None and self.on_stop is not None:  # once per start: a second stop has nothing to stop
                 self.on_stop()
 
     def __enter__(self) -> "VLLMServer":
