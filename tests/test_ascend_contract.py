@@ -1309,6 +1309,10 @@ def test_item12_the_multi_card_docker_line_is_vllm_ascend_s():
 
 
 def test_ci_runs_the_regression_gate():
-    """Issue 20: .ci/run ends with make check GATE=1, after the site build it gates."""
+    """Issue 20: .ci/run runs make check GATE=1 after the site build it gates; issue 42: then the paired gate's
+    cheaper form, against the last landed commit (.ci/landed) on the smallest page."""
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip().startswith("make")]
-    assert lines == ["make test", "make test-slow", "make html", "make check", "make check GATE=1"]
+    assert lines == ["make test", "make test-slow", "make html", "make check", "make check GATE=1",
+                     'make check GATE=1 PAIRED="$landed" TUTORIAL_ONLY=smollm2_135m_instruct']
+    landed = (ROOT / ".ci" / "landed").read_text().strip()
+    assert len(landed) == 40 and int(landed, 16) >= 0
