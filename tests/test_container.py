@@ -20,7 +20,7 @@ from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.engine import container
 from npu_tutorials.engine.platform import platform_for
 from npu_tutorials.engine.server import VLLMServer, free_port
-from npu_tutorials.engine.versions_probe import package_versions
+from npu_tutorials.inputs.versions_probe import package_versions
 from npu_tutorials.views.paired import side_text
 
 FAKE_BIN = Path(__file__).resolve().parent / "fakes" / "bin-docker"

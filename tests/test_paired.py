@@ -128,7 +128,7 @@ def test_a_side_in_another_virtualenv_is_a_python_word(tmp_path, monkeypatch):
     """``python:PATH``: the interpreter that runs the side's server (another venv, another vLLM); the document
     keeps its path without this machine's, and its package versions as that interpreter reads them."""
     from npu_tutorials.engine.backend import interpreter_versions
-    from npu_tutorials.engine.versions_probe import package_versions
+    from npu_tutorials.inputs.versions_probe import package_versions
 
     monkeypatch.setenv("HOME", str(tmp_path))  # the venv in this user's home: a path of this machine
     venv = tmp_path / "venv" / "bin"
@@ -283,12 +283,7 @@ def test_each_side_runs_its_own_checkouts_code_in_a_process_of_its_own(tmp_path)
 
 
 def test_a_ref_is_a_commit_of_the_repository_checked_out_apart(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    (repo / "f").write_text("one")
-    _git(repo, "add", "f")
-    _git(repo, "commit", "-qm", "one")
+    repo = _repo(tmp_path)
     (repo / "f").write_text("two")
     _git(repo, "commit", "-qam", "two")
     first = paired_gate.resolve("HEAD~1", repo)

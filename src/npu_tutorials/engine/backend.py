@@ -28,7 +28,8 @@ from pathlib import Path
 
 from . import devices, isolated
 from ..core.errors import TutorialError
-from .versions_probe import package_versions
+from ..inputs import versions_probe
+from ..inputs.versions_probe import package_versions
 
 BACKENDS = ("npu", "cuda", "cpu")
 DEVICE_LABEL = {"npu": "Ascend NPU", "cuda": "NVIDIA GPU", "cpu": "CPU"}
@@ -289,9 +290,9 @@ class Environment:
 
 
 def interpreter_versions(python: str) -> dict[str, str | None]:
-    """:func:`~.versions_probe.package_versions` as another interpreter (another virtualenv) has them."""
+    """:func:`~npu_tutorials.inputs.versions_probe.package_versions` as another interpreter (another virtualenv) has them."""
     try:
-        p = subprocess.run([python, "-I", str(Path(__file__).with_name("versions_probe.py"))], capture_output=True,
+        p = subprocess.run([python, "-I", versions_probe.__file__], capture_output=True,
                            text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise TutorialError(f"{python}: cannot read its package versions ({exc})") from None

