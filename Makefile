@@ -10,7 +10,7 @@
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
 # make record      store this build's results documents in results/<model>/<machine>.json
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
-# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=6] [SERVERS=fresh|shared] [CONTROL=1]
+# make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=10] [SERVERS=fresh|shared] [CONTROL=1]
 #                  is B faster than A on this host? k rounds of the page's gated steps, alternately (A/B: NAME=value
 #                  words for the server's environment and vLLM flags; empty: the page's server as it is; CONTROL=1:
 #                  A runs twice per round, and the copy's verdict against A shows this host's false alarms)
@@ -67,7 +67,7 @@ PAIRED ?=
 MODEL ?=
 A ?=
 B ?=
-K ?= 6
+K ?= 10
 SERVERS ?= fresh
 CONTROL ?= 0
 .PHONY: compare html html-noplot test browser screenshots check record assemble intl clean distclean venv

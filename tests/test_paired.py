@@ -177,10 +177,15 @@ def test_a_control_draws_as_rows_of_its_own_where_a_change_called_is_a_false_ala
     t = paired_table(doc)
     assert {r[0]: r for r in t.rows}["median TPOT: control, A again / A"][-1] == "false alarm"
     assert "false alarm of this host" in t.note
+    assert "A, B and A again in the six orders in turn" in t.note and "AB, BA" not in t.note  # how they ran
     assert [x.get_text() for x in paired_forest(doc).axes[0].get_yticklabels()] == [
         "median TPOT", "median TPOT: control, A again / A"]
     md = blocks_markdown(doc)
     assert "| median TPOT | 2 of 2 (B worse)" in md and "| median TPOT, control A again / A" in md
+    assert blocks_markdown(doc, 10) == ""  # one block of 10 in 12 rounds: no table
+    a20, c20 = _host(20, 1.0, 6)
+    doc.rounds_a, doc.rounds_b, doc.rounds_c = a20, _host(20, 1.10, 7)[1], c20
+    assert "Cut into 2 blocks of 10 rounds" in blocks_markdown(doc, 10)  # make compare's default K
     with language("zh_CN"):
         zh = blocks_markdown(doc)
     assert "blocks calling a change" not in zh and "B worse" not in zh and "control" not in zh
@@ -193,6 +198,7 @@ def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
     assert rows["median TPOT"][-1] == "B worse" and rows["output throughput"][-1] == "no measurable change"
     assert "X=1 --max-num-seqs 4" in t.note and "the page's server as it is" in t.note and "96.9 %" in t.note
     assert "versions differ" not in t.note
+    assert "alternating AB, BA, ..." in t.note and "six orders" not in t.note
     doc.a.versions, doc.b.versions = {"vllm": "0.31.0", "torch": "2.9"}, {"vllm": "0.32.0", "torch": "2.9"}
     assert "The sides' versions differ (A / B): vllm 0.31.0 / 0.32.0." in paired_table(doc).note
     fig = paired_forest(doc)

@@ -33,7 +33,7 @@ class DtypeServer:
     envs: list[dict] = []
     answered: list[str] = []
 
-    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu"):
+    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu", on_stop=None):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 1.0
         self.log_path, self.backend, self.sampler = log_path, backend, None  # no process: no memory sampled
 

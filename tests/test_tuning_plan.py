@@ -195,7 +195,7 @@ class FakeServer:
     refuse = ""  # a setting this fake engine refuses to start with
     log = ""  # what it writes to its log when it starts
 
-    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu"):
+    def __init__(self, argv, *, host, port, env, log_path, on_wait, stream, backend="cpu", on_stop=None):
         self.argv, self.env, self.base_url, self.proc, self.startup_s = argv, env, f"http://{host}:{port}", None, 42.0
         self.log_path, self.backend, self.sampler = log_path, backend, None  # VLLMServer's; no process to sample
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from . import ROOT, command, serve_tiny
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
-from ..measure.paired import ROUNDS_95
+from ..measure.paired import ROUNDS_95, ROUNDS_DEFAULT
 from ..record.results import now_utc, scrub, write_record
 from ..record.schema_paired import Side
 from ..tutorial.remeasure import SERVERS, measure_paired
@@ -82,8 +82,9 @@ def run() -> int:
     ap.add_argument("model", help="a card key")
     ap.add_argument("--a", default="", help="side A: NAME=value words and vLLM flags (default: the page's server)")
     ap.add_argument("--b", default="", help="side B, likewise")
-    ap.add_argument("--k", type=int, default=ROUNDS_95,
-                    help=f"rounds ({ROUNDS_95} or more for a 95 %% interval; default {ROUNDS_95})")
+    ap.add_argument("--k", type=int, default=ROUNDS_DEFAULT,
+                    help=f"rounds ({ROUNDS_95} or more for a 95 %% interval; default {ROUNDS_DEFAULT}, which "
+                         "resolved a 10 %% change on a 2-core CPU host: see the methods page)")
     ap.add_argument("--servers", choices=SERVERS, default="fresh",
                     help="fresh (default): a server per side and round, one at a time; shared: one per side for "
                          "every round, both running (cheaper; the two starts' difference counts as the sides')")

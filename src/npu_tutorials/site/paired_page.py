@@ -1,13 +1,13 @@
 """The methods page's paired comparisons: each recorded ``make compare`` document
 (``results/methods/paired-*.json``) drawn as its table and forest plot, and, for a long one, its resolution: the
-session cut into blocks of :data:`BLOCK` rounds, each judged as ``make compare K=6`` would judge it."""
+session cut into blocks of each of :data:`BLOCKS` rounds, each judged as ``make compare K=<rounds>`` would judge it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..core.messages import _, language
-from ..measure.paired import ROUNDS_95, in_blocks
+from ..measure.paired import ROUNDS_95, ROUNDS_DEFAULT, in_blocks
 from ..record.headline import METRICS
 from ..record.results import recorded_dir
 from ..record.schema_base import Stat
@@ -16,7 +16,8 @@ from ..views.paired import VERDICTS, paired_forest, paired_table, side_text
 from .render import figure_html
 
 PAIRED_MARK = "<!-- paired -->"
-BLOCK = ROUNDS_95  # make compare's default number of rounds
+BLOCK = ROUNDS_95  # CI's paired gate's rounds
+BLOCKS = (ROUNDS_95, ROUNDS_DEFAULT)  # and make compare's default: each block size a table of its own
 
 
 def recorded_comparisons() -> list[tuple[Path, Comparison]]:
@@ -74,5 +75,5 @@ def paired_markdown(lang: str, images: Path, prefix: str = "") -> str:
                       commit=(doc.git_commit or "?")[:12], device=doc.machine.device_label,
                       backend=doc.machine.backend, k=len(doc.order), servers=doc.servers,
                       seconds=doc.wall_time_s or 0, file=path.name),
-                    "", table, "", fig, "", blocks_markdown(doc), ""]
+                    "", table, "", fig, ""] + [blocks_markdown(doc, k) for k in BLOCKS] + [""]
         return "\n".join(out)

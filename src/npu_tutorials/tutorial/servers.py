@@ -106,7 +106,7 @@ class ServerPool:
                                             name=name)
             env, on_stop = {}, lambda: container.remove(name)
         self.server = VLLMServer(
-            argv, host=HOST, port=spec.port, env=env, **({"on_stop": on_stop} if on_stop else {}),
+            argv, host=HOST, port=spec.port, env=env, on_stop=on_stop,
             log_path=self.artifacts / f"server-{spec.dtype}{spec.label}.log",
             on_wait=lambda secs, line: self.progress.say(f"  waiting for the server ({secs:.0f} s): {line}"),
             stream=self.progress.out if verbose else None, backend=self.platform.name)

@@ -52,11 +52,12 @@ def paired_table(doc: Comparison) -> Table:
                   _("no measurable change") if p.verdict == "no measurable change" else _("false alarm"))
              for p in doc.control]
     conf = min((p.confidence for p in doc.ratios), default=0.0)
-    note = _("A: {a}. B: {b}. {k} rounds of the page's gated steps ({steps}) per side, alternating AB, BA, ...; "
+    order = _("A, B and A again in the six orders in turn") if doc.control else _("alternating AB, BA, ...")
+    note = _("A: {a}. B: {b}. {k} rounds of the page's gated steps ({steps}) per side, {order}; "
              "servers: {servers}. The ratio is B/A within each round (the host's drift cancels); the interval "
              "is the sign test's exact {conf:.1f} % interval for its median. A change is called only when the "
              "interval excludes 1.", a=side_text(doc.a), b=side_text(doc.b), k=len(doc.order),
-             steps=", ".join(doc.steps), servers=_("one per side for every round") if doc.servers == "shared"
+             steps=", ".join(doc.steps), order=order, servers=_("one per side for every round") if doc.servers == "shared"
              else _("a fresh one per side and round"), conf=100 * conf)
     differ = [f"{k} {doc.a.versions.get(k) or '–'} / {doc.b.versions.get(k) or '–'}"
               for k in sorted(set(doc.a.versions) | set(doc.b.versions))
@@ -64,9 +65,8 @@ def paired_table(doc: Comparison) -> Table:
     if differ:
         note += " " + _("The sides' versions differ (A / B): {versions}.", versions="; ".join(differ))
     if doc.control:
-        note += " " + _("Control: A also ran a second time in every round (the three sides in the six orders in "
-                        "turn); its rows judge that copy against A, so a change called there is a false alarm of "
-                        "this host in this session.")
+        note += " " + _("Control: A also ran a second time in every round; its rows judge that copy against A, so "
+                        "a change called there is a false alarm of this host in this session.")
     return Table([_("figure"), _("A (median)"), _("B (median)"), _("B/A (median)"), _("interval"), _("verdict")],
                  rows, caption=_("Paired comparison on {device} ({date})", device=doc.machine.device_label,
                                  date=doc.built_at[:10]), note=note)
