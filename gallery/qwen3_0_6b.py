@@ -115,9 +115,6 @@ show.this_build_ran("bench")
 show.serving.bench_plot()
 
 # %%
-# The raw result of ``vllm bench serve`` (with per-request TTFT, ITL and
-# lengths): :download:`qwen3-0.6b-bench.json <data/qwen3-0.6b-bench.json>`.
-#
 # Accuracy against the CPU: logits
 # --------------------------------
 # The full-vocabulary logits at the last position of a few short prompts,
@@ -156,8 +153,7 @@ show.text.greedy_plot()
 # Provenance
 # ----------
 # Stop the server and write every result above, with where and how it was
-# measured, to ``_build/results/qwen3-0.6b.json``
-# (:download:`download <data/qwen3-0.6b-results.json>`).
+# measured, to ``_build/results/qwen3-0.6b.json``.
 tut.finish()
 show.provenance()
 
