@@ -30,7 +30,7 @@ from ..record.schema_base import PairedRatio
 CONFIDENCE = 0.95
 ROUNDS_95 = 6  # the fewest rounds whose interval reaches CONFIDENCE: the range of 6 ratios, 96.9 %
 # make compare's default: on the 2-core CPU machine kind, the fewest rounds that called a real 10-15 % TPOT slowdown
-# in every block measured (6 rounds: 8 of 10 blocks; the methods page, results/methods/paired-*-448*.json)
+# in every block measured (10 of 10 blocks; 6 rounds: 14 of 17; the methods page, results/methods/paired-*-448*.json)
 ROUNDS_DEFAULT = 10
 
 
