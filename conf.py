@@ -16,6 +16,7 @@ from npu_tutorials.site.generated import write_generated  # noqa: E402
 from npu_tutorials.site.i18n import comments_in_language, static_text, translation_pass  # noqa: E402
 from npu_tutorials.site.render import render_included, render_views, rerender_outdated  # noqa: E402
 from npu_tutorials.site.api import publish_api  # noqa: E402
+from npu_tutorials.site.paired_facts import fact_role  # noqa: E402
 
 project = "vLLM on Ascend: executable model tutorials"
 author = "the project's contributors"
@@ -120,4 +121,5 @@ def setup(app):
     app.connect("include-read", comments_in_language)  # the deploy snippets' comments in the pass's language
     app.connect("env-get-outdated", always_reread_landing)
     app.connect("env-get-outdated", rerender_outdated)  # a view, message or document changed: draw again
+    app.add_role("fact", fact_role)  # the methods page's figures of recorded comparisons, computed (paired_facts.py)
     app.connect("build-finished", publish_api)  # api/models.json, the documents, the bundles, llms.txt

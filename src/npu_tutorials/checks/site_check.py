@@ -147,6 +147,21 @@ def machine_path_problems(files) -> list[str]:
     return out
 
 
+PROBLEMATIC = re.compile(r'<span class="problematic"[^>]*>(.*?)</span>', re.S)
+
+
+def markup_problems(build: Path) -> list[str]:
+    """One line per page where docutils left markup it could not resolve (a ``{fact}`` role whose record is
+    missing, :mod:`npu_tutorials.site.paired_facts`; a broken role or reference): the page shows the raw markup."""
+    out = []
+    for f in sorted((build / "html").rglob("*.html")):
+        found = PROBLEMATIC.search(f.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            out.append(f"{f.relative_to(build / 'html')}: shows markup the build could not resolve "
+                       f"({html_lib.unescape(re.sub('<[^>]+>', '', found.group(1)))[:120]}; the build log says why)")
+    return out
+
+
 def written_files(build: Path) -> list[Path]:
     """What a build writes for readers: every results document and every page (both languages)."""
     return sorted([*(build / "results").glob("*.json"), *(build / "html").rglob("*.html")])
@@ -164,7 +179,7 @@ def check(build: str | Path, only: str = "", *, strict: bool = True) -> list[str
             lines.append(f"{stem}: " + "; ".join(p.removeprefix(f"{stem}: ") for p in problems))
     # the recorded documents the pages draw beside this build's ("On other hardware", the support matrix)
     recorded = recorded_problems(models=set(selected.values()) if only else None)
-    return lines + recorded + machine_path_problems(written_files(build))
+    return lines + recorded + machine_path_problems(written_files(build)) + markup_problems(build)
 
 
 def gate_lines(build: str | Path, only: str = "", *, confirm: int = 0,

@@ -56,4 +56,6 @@ class Comparison(StrictModel):
     control: list[PairedRatio] = Field([], description="the ratios C/A: two identical sides, what the host's noise "
                                                        "alone makes of a comparison in this session")
     warmup: bool = Field(False, description="one run of side A went first and was discarded (cold caches)")
+    stopped: str | None = Field(None, description="why the comparison ended before the rounds it was asked for: "
+                                                  "the document holds the rounds completed before (None: all ran)")
     wall_time_s: float | None = None

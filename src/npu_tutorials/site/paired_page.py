@@ -75,5 +75,7 @@ def paired_markdown(lang: str, images: Path, prefix: str = "") -> str:
                       commit=(doc.git_commit or "?")[:12], device=doc.machine.device_label,
                       backend=doc.machine.backend, k=len(doc.order), servers=doc.servers,
                       seconds=doc.wall_time_s or 0, file=path.name),
+                    *([_("It stopped before the rounds it was asked for; the record says why: \"{why}\"", why=doc.stopped), ""]
+                      if doc.stopped else []),
                     "", table, "", fig, ""] + [blocks_markdown(doc, k) for k in BLOCKS] + [""]
         return "\n".join(out)
