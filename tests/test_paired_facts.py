@@ -47,7 +47,7 @@ def _record(d: Path, stem: str, ratios: list[float], control: list[float] | None
 
 @pytest.fixture
 def records(tmp_path, monkeypatch):
-    monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path))
+    monkeypatch.setattr(paired_facts, "RECORDS", tmp_path / "methods")
     paired_facts._load.cache_clear()
     # 12 rounds 10 % slower, but round 3 of the first block has B faster: the first block of 6 cannot call it
     _record(tmp_path, "slow", [1.10, 1.12, 0.98, 1.09, 1.11, 1.10, 1.08, 1.10, 1.11, 1.12, 1.09, 1.10],

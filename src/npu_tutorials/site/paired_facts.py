@@ -3,7 +3,7 @@ so that no number in that prose is typed by hand.
 
 The prose names each figure with the ``fact`` role, in MyST: ``{fact}`<records> <figure> <quantity> [<k>]```.
 
-* ``<records>``: one or more ``results/methods/paired-*.json`` stems, joined by ``+`` (a count is then summed over
+* ``<records>``: one or more of the checkout's ``results/methods/paired-*.json`` stems, joined by ``+`` (a count is then summed over
   them: several sessions of the same comparison).  The ``paired-`` prefix may be left out.  ``<stem>@control``
   stands for that record's control: its "A again" rounds against A (C/A).
 * ``<figure>``: ``throughput``, ``ttft`` or ``tpot``; ``any`` for a count over the three together.
@@ -29,13 +29,18 @@ import statistics
 from functools import lru_cache
 from pathlib import Path
 
+from docutils import nodes
+
 from ..core.errors import TutorialError
 from ..measure.paired import in_blocks, paired_ratios
 from ..record.headline import METRICS
-from ..record.results import recorded_dir
+from ..record.results import RECORDED_DIR
 from ..record.schema_base import PairedRatio
 from ..record.schema_paired import Comparison
 
+# the checkout's committed records, which the prose names one by one (not TUTORIAL_RECORDED_DIR: a build that draws
+# another machine's records beside its own still explains this site's method with the records it cites)
+RECORDS = RECORDED_DIR / "methods"
 FIGURES = {"throughput": "output_throughput", "ttft": "median_ttft_ms", "tpot": "median_tpot_ms"}
 QUANTITIES = ("rounds", "change", "median", "interval", "width", "spread", "calls", "blocks")
 SUMMED = ("rounds", "calls", "blocks")  # the quantities a "+" of records adds up
@@ -51,7 +56,7 @@ def _pairs(name: str) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
     """The two sides' rounds one record name stands for: (A, B), or (A, A again) for ``<stem>@control``."""
     stem, control = (name[:-len(CONTROL)], True) if name.endswith(CONTROL) else (name, False)
     stem = stem if stem.startswith("paired-") else f"paired-{stem}"
-    path = Path(recorded_dir()) / "methods" / f"{stem}.json"
+    path = RECORDS / f"{stem}.json"
     if not path.is_file():
         raise TutorialError(f"no recorded comparison {path.name} in {path.parent}")
     doc = _load(path)
@@ -131,9 +136,8 @@ def fact(target: str) -> str:
 
 def fact_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """The docutils role ``fact``: :func:`fact`'s text; a target it cannot compute is an error on the page's line
-    (the build reports it; ``tests/test_paired_facts.py`` holds every target of the methods page computable)."""
-    from docutils import nodes
-
+    (the build reports it and ``make check`` names the page; ``tests/test_paired_facts.py`` holds every target of
+    the methods page computable)."""
     try:
         return [nodes.Text(fact(text))], []
     except TutorialError as exc:
