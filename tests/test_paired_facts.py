@@ -140,3 +140,21 @@ def test_a_page_renders_the_role_and_a_missing_record_is_caught_by_make_check(re
     app.build()
     [line] = markup_problems(build)
     assert line.startswith("index.html: shows markup the build could not resolve (") and "`gone tpot change`" in line
+
+
+def test_a_comparison_that_stopped_early_says_so_under_its_record_in_both_languages(tmp_path, monkeypatch):
+    """A record with ``stopped`` (the rounds done before a run ended: the Qwen2.5 record, cut short by an OOM)
+    is drawn with its reason, so a reader knows its rounds are fewer than asked."""
+    from npu_tutorials.site.paired_page import paired_markdown
+
+    monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path))
+    _record(tmp_path, "cut", [1.10, 1.12, 1.09, 1.11, 1.10, 1.08])
+    path = tmp_path / "methods" / "paired-cut.json"
+    doc = Comparison.model_validate_json(path.read_text())
+    write_record({**doc.model_dump(mode="json"), "stopped": "after round 6 of 30: out of memory"}, path)
+    english = paired_markdown("en", tmp_path / "images")
+    assert 'It stopped before the rounds it was asked for; the record says why: "after round 6 of 30: out of memory"' \
+        in english
+    assert "它在完成所要求的轮数之前就停止了" in paired_markdown("zh_CN", tmp_path / "images")
+    write_record({**doc.model_dump(mode="json")}, path)  # a complete run: no such line
+    assert "It stopped before" not in paired_markdown("en", tmp_path / "images")
