@@ -415,3 +415,50 @@ def test_a_ref_whose_code_does_not_run_here_is_a_note_and_this_checkouts_failure
         paired_gate.compare_checkouts("qwen3-0.6b", _fake_checkout(tmp_path / "ok", 40.0), "a" * 40, broken,
                                       machine(), 2)
     assert not isinstance(e.value, paired_gate.RefUnusable)
+
+
+def test_a_round_that_fails_ends_the_comparison_with_the_rounds_before_it(monkeypatch):
+    """The 30-round Qwen2.5 comparison lost its provenance when the benchmark client was OOM-killed at round 20
+    (its rounds only in <out>.partial.json).  Now a failing round ends the comparison with a whole document of the
+    rounds completed before it, ``stopped`` saying after which round and why (one line); before 2 rounds, the
+    error itself.  Every side's tutorial is stopped either way.  The sides are fakes of ``Tutorial``: the
+    attributes ``measure_paired`` reads (``state.round``, ``state.servers.stop``, the gated step, ``doc``)."""
+    from types import SimpleNamespace
+
+    from npu_tutorials.tutorial import remeasure
+
+    made = []
+
+    class FakeSide:
+        def __init__(self, side, fail_at):
+            self.label, self.fail_at, self.stopped = side.label, fail_at, False
+            self.state = SimpleNamespace(round=0, servers=SimpleNamespace(stop=lambda: None))
+            self.doc = SimpleNamespace(provenance=SimpleNamespace(machine=machine(), weights=None, profile="quick"),
+                                       speed=100.0 if side.label == "A" else 90.0)
+
+        def benchmark(self):  # qwen2.5-0.5b's gated step
+            if self.label == "B" and self.state.round == self.fail_at:
+                raise TutorialError("vllm bench serve failed (exit -9); last lines of bench.log:\nNamespace(...)")
+
+        def stop(self):
+            self.stopped = True
+
+    def run(fail_at):
+        made.clear()
+        monkeypatch.setattr(remeasure, "_side_tutorial", lambda key, side, work, fresh, python=None:
+                            made.append(FakeSide(side, fail_at)) or made[-1])
+        return remeasure.measure_paired("qwen2.5-0.5b", Side(label="A"), Side(label="B", flags=["-x"]), k=6)
+
+    monkeypatch.setattr(remeasure, "headline_figures",
+                        lambda doc: {"output_throughput": SimpleNamespace(value=doc.speed)})
+    doc = run(fail_at=4)  # round 4 fails: B goes first in it (AB, BA, AB, BA)
+    assert doc.stopped == "after round 3 of 6: vllm bench serve failed (exit -9); last lines of bench.log:"
+    assert doc.order == ["AB", "BA", "AB"] and len(doc.rounds_a) == len(doc.rounds_b) == 3
+    [ratio] = doc.ratios
+    assert ratio.k == 3 and ratio.median == pytest.approx(0.9)
+    assert all(t.stopped for t in made)
+    complete = run(fail_at=None)
+    assert complete.stopped is None and len(complete.order) == 6
+    with pytest.raises(TutorialError, match="exit -9"):
+        run(fail_at=1)  # nothing to keep
+    assert all(t.stopped for t in made)

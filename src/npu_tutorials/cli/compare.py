@@ -20,7 +20,8 @@ figure by its ratio B/A within the rounds: the median, an exact 95 % interval, a
 "no measurable change" (:mod:`npu_tutorials.measure.paired`).  ``--control`` runs A a second time per
 round and judges that copy against A as well: this host's false alarms, in this session.  Prints the table
 and writes the document (``_build/compare/<model>-<time>.json`` by default; the rounds so far go to
-``<document>.partial.json`` after each round, so a long comparison cut short keeps them), which the methods
+``<document>.partial.json`` after each round, so a long comparison cut short keeps them; a round that fails
+after 2 or more ends it with the document of the rounds before, its ``stopped`` saying why, and exit 1), which the methods
 page explains and ``npu_tutorials.views.paired`` draws.
 """
 
@@ -30,6 +31,7 @@ import argparse
 import re
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 from . import ROOT, command, serve_tiny
@@ -115,6 +117,10 @@ def run() -> int:
     partial.unlink(missing_ok=True)
     print(repr(paired_table(doc)))
     print(f"wrote {out}")
+    if doc.stopped:  # the document holds the rounds before the failure; the command still failed
+        print(f"make compare: stopped {doc.stopped} (the document holds the rounds completed before)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core.errors import TutorialError
 from ..engine.backend import interpreter_versions
 from ..engine.container import image_versions
 from ..inputs.cards import load_card
@@ -61,6 +62,9 @@ def measure_gated(key: str) -> ResultsDoc:
     return tut.doc
 
 
+KEPT_MIN = 2  # a comparison cut short by a failing round is kept from this many completed rounds on
+
+
 def _side_tutorial(key: str, side: Side, work: Path, fresh: bool, python: str | None = None) -> Tutorial:
     """Side ``side``'s tutorial: its flags after the page's, its environment added to the build's, its servers
     run by ``python`` (default: this build's interpreter) or in its image, its working files in a folder of
@@ -97,7 +101,9 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     ratios C/A (two identical sides: what the host's noise alone calls a change).  ``after_round(order,
     rounds)``: called after each round with what it measured so far.  ``warmup``: one run of side A first,
     discarded (a session's first server start and benchmark run on cold caches; measured here, a session's
-    first run gave 29 % less throughput than the same configuration's next one).  Everything started is stopped
+    first run gave 29 % less throughput than the same configuration's next one).  A round that fails (a server
+    or benchmark error) after :data:`KEPT_MIN` rounds or more ends the comparison with the rounds completed before
+    it, the document's ``stopped`` saying so; sooner, the error is raised.  Everything started is stopped
     afterwards, after success, error or Ctrl-C."""
     if servers not in SERVERS:
         raise ValueError(f"servers must be one of {', '.join(SERVERS)}, not {servers!r}")
@@ -107,6 +113,7 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
     steps = gated_steps(card)
     fresh = servers == "fresh"
     t0 = time.monotonic()
+    stopped = None
     tuts: dict[str, Tutorial] = {}
     with tempfile.TemporaryDirectory(prefix="compare-") as work:
         try:
@@ -130,7 +137,21 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
 
             if warmup:
                 measure("A")(-1)  # discarded: a session's first server start and benchmark run cold
-            order, rounds = interleaved_sides({name: measure(name) for name in sides}, k, after_round)
+            seen: dict = {}
+
+            def keep(order_so_far: list[str], rounds_so_far: dict) -> None:  # what a failing round leaves
+                seen["order"], seen["rounds"] = list(order_so_far), {s: list(r) for s, r in rounds_so_far.items()}
+                if after_round:
+                    after_round(order_so_far, rounds_so_far)
+
+            try:
+                order, rounds = interleaved_sides({name: measure(name) for name in sides}, k, keep)
+            except TutorialError as exc:  # a round failed: the rounds completed before it are still a comparison
+                if len(seen.get("order", [])) < KEPT_MIN:
+                    raise
+                order, rounds = seen["order"], seen["rounds"]
+                why = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+                stopped = f"after round {len(order)} of {k}: {why}"
         finally:
             for tut in tuts.values():
                 tut.stop()
@@ -144,4 +165,4 @@ def measure_paired(key: str, a: Side, b: Side, k: int = 6, servers: str = "fresh
                       weights=ref.weights, profile=ref.profile, steps=steps, servers=servers, a=a, b=b,
                       order=order, rounds_a=ra, rounds_b=rb, ratios=paired_ratios(ra, rb, METRICS),
                       rounds_c=rc, control=paired_ratios(ra, rc, METRICS) if rc else [], warmup=warmup,
-                      wall_time_s=round(time.monotonic() - t0, 1))
+                      stopped=stopped, wall_time_s=round(time.monotonic() - t0, 1))
