@@ -17,6 +17,7 @@ from pathlib import Path
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
 from ..core.messages import N_
+from .memory import rss_mib
 from .processes import kill_group, stop_with_parent, tail
 from .server import VLLMServer
 from .vllm_bench import DONE
@@ -108,20 +109,9 @@ def run_seed(name: str) -> int:
 # A worker grows with every run: ``vllm bench serve`` leaves memory behind in its process each time (measured: a
 # 30-round make compare on Qwen2.5-0.5B's page, whose tokenizer has 151,936 tokens, held 9.4 GB in each side's
 # worker after about 60 runs, about 150 MB a run, when the kernel's OOM killer stopped it).  Past this resident
-# size the next run starts in a fresh worker (vLLM imported again, about 10 s, before the run's own clock starts).
-RSS_LIMIT_BYTES = 2 * 1024 ** 3
-
-
-def rss_bytes(pid: int) -> int:
-    """A process's resident memory (Linux ``/proc``); 0 where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+# size (:func:`~npu_tutorials.engine.memory.rss_mib`) the next run starts in a fresh worker (vLLM imported again,
+# about 10 s, before the run's own clock starts).
+RSS_LIMIT_MIB = 2048
 
 
 class BenchWorker:
@@ -129,15 +119,15 @@ class BenchWorker:
 
     Each run is exactly ``vllm bench serve ARGS``; the worker only saves vLLM's import (about
     10 s a run on 2 cores).  Its process group is stopped by :meth:`close` (the tutorial's
-    teardown), by atexit, and when its parent dies; one grown past :data:`RSS_LIMIT_BYTES` is replaced before
+    teardown), by atexit, and when its parent dies; one grown past :data:`RSS_LIMIT_MIB` is replaced before
     the next run (:meth:`renew_if_grown`)."""
 
     def __init__(self):
         self._start()
 
     def renew_if_grown(self) -> bool:
-        """Replace the worker process by a fresh one when it holds more than :data:`RSS_LIMIT_BYTES`."""
-        if self.proc.poll() is not None or rss_bytes(self.proc.pid) <= RSS_LIMIT_BYTES:
+        """Replace the worker process by a fresh one when it holds more than :data:`RSS_LIMIT_MIB`."""
+        if self.proc.poll() is not None or rss_mib([self.proc.pid]) <= RSS_LIMIT_MIB:
             return False
         self.close()
         self._start()

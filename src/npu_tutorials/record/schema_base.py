@@ -78,3 +78,13 @@ class PairedRatio(StrictModel):
     confidence: float = Field(description="the interval's exact coverage (>= 0.95 from 6 rounds on)")
     k: int
     verdict: Literal["B better", "B worse", "no measurable change"]
+
+    @property
+    def called(self) -> bool:
+        """Whether it calls a change (better or worse)."""
+        return self.verdict != "no measurable change"
+
+    @property
+    def width_pct(self) -> float:
+        """The interval's width as a share of the ratio, in per cent: the resolution of its rounds."""
+        return 100 * (self.high - self.low)

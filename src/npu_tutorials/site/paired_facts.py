@@ -87,24 +87,19 @@ def _whole(a: list[dict], b: list[dict], figure: str) -> PairedRatio:
     return ratios[0]
 
 
-def _width(r: PairedRatio) -> float:
-    return 100 * (r.high - r.low)
-
-
 def _one(a: list[dict], b: list[dict], figure: str, quantity: str, k: int | None) -> float | str:
     if quantity == "rounds":
         return len(a)
     if quantity in ("calls", "blocks"):
         if k is None:
             raise TutorialError(f"{quantity} needs the block size: <records> <figure> {quantity} <k>")
-        blocks = [r for blk in in_blocks(a, b, _metrics(figure), k) for r in blk]
-        return sum(r.verdict != "no measurable change" for r in blocks) if quantity == "calls" else \
-            len(in_blocks(a, b, _metrics(figure), k))
+        blocks = in_blocks(a, b, _metrics(figure), k)
+        return sum(r.called for blk in blocks for r in blk) if quantity == "calls" else len(blocks)
     if quantity == "width" and k is not None:
         blocks = in_blocks(a, b, _whole_metric(figure), k)
         if not blocks:
             raise TutorialError(f"width {k}: the record has {len(a)} rounds, fewer than one block of {k}")
-        return f"{statistics.median(_width(blk[0]) for blk in blocks):.1f} %"
+        return f"{statistics.median(blk[0].width_pct for blk in blocks):.1f} %"
     r = _whole(a, b, figure)
     if quantity == "change":
         return f"{100 * (r.median - 1):+.1f} %"
@@ -113,7 +108,7 @@ def _one(a: list[dict], b: list[dict], figure: str, quantity: str, k: int | None
     if quantity == "interval":
         return f"{r.low:.3f} – {r.high:.3f}"
     if quantity == "width":
-        return f"{_width(r):.1f} %"
+        return f"{r.width_pct:.1f} %"
     return f"{100 * max(abs(x - 1) for x in r.ratios):.1f} %"  # spread
 
 

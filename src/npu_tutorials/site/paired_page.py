@@ -32,8 +32,8 @@ def _block_lines(blocks: list, suffix: str) -> list[str]:
         rows = [b for b in (next((r for r in blk if r.key == key), None) for blk in blocks) if b is not None]
         if not rows:
             continue
-        calls = [r.verdict for r in rows if r.verdict != "no measurable change"]
-        widths = [100 * (r.high - r.low) for r in rows]
+        calls = [r.verdict for r in rows if r.called]
+        widths = [r.width_pct for r in rows]
         called = _("{n} of {m}", n=len(calls), m=len(rows)) + (
             f" ({', '.join(_(VERDICTS[c]) for c in sorted(set(calls)))})" if calls else "")
         lines.append(f"| {_(label)}{suffix} | {called} | {min(r.median for r in rows):.3f} – "
