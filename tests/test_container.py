@@ -6,9 +6,11 @@ engine in an "image" is the slow ``make compare`` test of ``tests/test_paired.py
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,8 +46,9 @@ def test_the_page_command_runs_in_the_image_with_the_leased_npus_and_the_paths_i
     env = {"ASCEND_RT_VISIBLE_DEVICES": "2,3", "VLLM_LOGGING_LEVEL": "INFO"}
     out = container.container_argv(IMAGE, argv, env, platform=platform_for("npu"), name="side-a")
     assert out[:6] == ["docker", "run", "--rm", "--name", "side-a", "--net=host"]
-    assert out[-len(argv) - 1:] == [IMAGE, *argv]  # the image's entrypoint and python, the page's command
-    opts = out[6:-len(argv) - 1]
+    # the image's entrypoint, its shell (which reads its ~/.bashrc) and its python, the page's command
+    assert out[-len(argv) - 5:] == [IMAGE, "bash", "-ic", 'exec "$@"', "bash", *argv]
+    opts = out[6:-len(argv) - 5]
     assert [opts[i + 1] for i, o in enumerate(opts) if o == "--device"][:2] == ["/dev/davinci2", "/dev/davinci3"]
     assert "/dev/davinci_manager" in opts and "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi" in opts
     assert f"{weights}:{weights}:ro" in opts and not any("/not/a/path" in o for o in opts)
@@ -101,6 +104,33 @@ def test_a_server_in_a_container_is_removed_when_it_stops(tmp_path, docker):
             container.remove(name)
             assert not _alive(docker / f"{name}.pid")
     container.remove("never-started")  # a container that is not there: nothing to do, no error
+
+
+ENV_DUMP = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+def test_the_image_side_runs_in_the_images_own_environment(docker, monkeypatch):
+    """Issue 53 item 2: the server in an image gets what a shell in that image has: the image's ENV (vllm-ascend's
+    Dockerfile:59-62: TASK_QUEUE_ENABLE, OMP_NUM_THREADS; the CANN base's ASCEND_*), the build's -e variables,
+    and what its ~/.bashrc adds (Dockerfile:75-76: jemalloc preloaded, /usr/local/lib on the library path), which
+    ``docker run IMAGE python ...`` alone never reads; not the client's environment.  The fake image:
+    tests/fakes/docker-images/vllm-ascend (its config's Env, its /root/.bashrc)."""
+    def env_of(argv):
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    monkeypatch.setenv("NPU_TUTORIALS_CLIENT_ONLY", "1")  # the client's environment stays out
+    argv = container.container_argv(IMAGE, ["python", "-c", ENV_DUMP], {"VLLM_LOGGING_LEVEL": "INFO"},
+                                    platform=platform_for("cpu"), name=container.container_name())
+    env = env_of(argv)
+    bare = env_of(["docker", "run", "--rm", IMAGE, "python", "-c", ENV_DUMP])  # no shell: the ENV only
+    assert env["TASK_QUEUE_ENABLE"] == "1" and env["OMP_NUM_THREADS"] == "1"  # the image's ENV
+    assert env["ASCEND_HOME_PATH"] == bare["ASCEND_HOME_PATH"] and env["VLLM_LOGGING_LEVEL"] == "INFO"
+    assert "NPU_TUTORIALS_CLIENT_ONLY" not in env
+    assert env["LD_PRELOAD"].split(":")[0] == "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"  # its ~/.bashrc
+    assert "/usr/local/lib" in env["LD_LIBRARY_PATH"].split(":")
+    assert "LD_PRELOAD" not in bare and "/usr/local/lib" not in bare["LD_LIBRARY_PATH"].split(":")
 
 
 def test_an_images_versions_are_read_by_its_own_python(docker):

@@ -30,7 +30,7 @@ class LogprobsEngine:
 
     def post(self, path, body):
         r = self.server.post(path, body)
-        if body.get("logprobs") == -1:
+        if body.get("logprobs") is not None:  # a full-vocabulary request (logprobs = the vocabulary size)
             for choice in r["choices"]:
                 for top in choice["logprobs"]["top_logprobs"]:
                     keys = list(top)

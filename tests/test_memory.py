@@ -12,6 +12,7 @@ from pathlib import Path
 from docs import make_doc
 
 from npu_tutorials.engine import memory
+from npu_tutorials.engine.devices import parse_npu_smi_info
 from npu_tutorials.engine.processes import kill_with_parent
 from npu_tutorials.record.schema import Memory
 from npu_tutorials.views import Views
@@ -54,6 +55,10 @@ def test_the_npu_reader_takes_its_processes_from_npu_smis_process_table():
     assert memory.npu_process_mib(text, [1234]) is None  # none of its processes listed (another PID namespace)
     idle = (FAKES / "npu_smi" / "info_a2_910b3.txt").read_text()  # "No running processes found in NPU n"
     assert memory.npu_process_mib(idle, [4101]) is None
+    # npu-smi 26 adds "Process id in container" (NA for a process in none): the columns are read from the header
+    a3 = (FAKES / "npu_smi" / "info_a3_26.txt").read_text()
+    assert memory.npu_process_mib(a3, [632268]) == 197 and memory.npu_process_mib(a3, [1]) is None
+    assert [(c.npu, c.chip) for c in parse_npu_smi_info(a3).chips] == [(0, 0), (0, 1)]  # the chip table still parses
 
 
 def test_the_gpu_reader_takes_nvidia_smis_compute_apps():
@@ -138,6 +143,39 @@ def test_the_sampler_reads_the_npu_through_npu_smi_on_the_path(tmp_path, monkeyp
         s = memory.MemorySampler(p.pid, "npu")
         s.sample(device=True)
         assert (s.peak.device_mib, s.peak.device_source, s.peak.device_samples) == (58472.0, "npu-smi info", 1)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()
+
+
+def test_the_sampler_reads_the_npu_in_a_container_whose_pids_are_not_the_hosts(monkeypatch):
+    """Issue 53 item 1: in a container with a PID namespace of its own, a driver that does not convert PIDs (a
+    privileged container, an older driver) reports the host's: the fake npu-smi lists the sampled process as
+    PID + N, never a PID the sampler sees.  npu-smi 26's "Process id in container" column still names it; the
+    table of an earlier npu-smi names nothing the container can see (nothing maps a host PID back from inside:
+    memory.npu_process_mib), which is why the workflow's job container shares the host's PID namespace, where the
+    driver's PIDs are the sampler's own."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True,
+                         preexec_fn=kill_with_parent)
+    try:
+        monkeypatch.setenv("PATH", f"{FAKES / 'bin-npu'}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("FAKE_NPU_SMI_PIDS", str(p.pid))
+        monkeypatch.setenv("FAKE_NPU_SMI_HOST_PID_OFFSET", "400000")
+
+        def sampled(capture: str):
+            monkeypatch.setenv("FAKE_NPU_SMI_CAPTURE", str(FAKES / "npu_smi" / capture))
+            s = memory.MemorySampler(p.pid, "npu")
+            s.sample(device=True)
+            return s.peak.device_mib, s.peak.device_source, s.peak.device_samples
+
+        table = subprocess.run(["npu-smi", "info"], capture_output=True, text=True, check=True,
+                               env={**os.environ, "FAKE_NPU_SMI_CAPTURE": str(FAKES / "npu_smi" / "info_a3_26.txt")})
+        row = next(line for line in table.stdout.splitlines() if "python3.1" in line)
+        assert [c.strip() for c in row.strip("|").split("|")][1::3] == [str(p.pid + 400000), str(p.pid)]
+        assert sampled("info_a3_26.txt") == (197.0, "npu-smi info", 1)  # by "Process id in container"
+        assert sampled("info_910b4_serving.txt") == (None, "", 0)  # host PIDs only: nothing of ours
+        monkeypatch.setenv("FAKE_NPU_SMI_HOST_PID_OFFSET", "0")  # the host's PID namespace (--pid=host)
+        assert sampled("info_910b4_serving.txt") == (58472.0, "npu-smi info", 1)
     finally:
         os.killpg(p.pid, 9)
         p.wait()

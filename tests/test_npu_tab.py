@@ -4,6 +4,7 @@ checkpoint (checked against vllm-ascend's contract), and the card's FAQ."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
 import pytest
@@ -13,7 +14,7 @@ from docs import machine, sweep_doc
 from npu_tutorials.core.errors import TutorialError
 from npu_tutorials.engine import commands as C
 from npu_tutorials.engine.platform import platform_for
-from npu_tutorials.inputs import knobs
+from npu_tutorials.inputs import knobs, releases
 from npu_tutorials.inputs.cards import CARDS_DIR, Hub, HubRef, known_models, load_card, load_card_file
 from npu_tutorials.record.results import write_doc
 from npu_tutorials.record.schema import LengthPoint, Stat, Tuning, TuningRow
@@ -39,8 +40,12 @@ def test_the_npu_tab_has_the_scenarios_the_quantized_sentence_and_the_faq(key, n
     assert "**Scenarios (measured).** Not measured yet" in npu
     assert npu.count("not measured yet") == 3 and "Low latency" in npu and "High throughput" in npu
     assert "Long context" in npu
-    assert (f"**Quantized (W8A8).** This card names no published W8A8 checkpoint of {card.name}" in npu
-            and "``--quantization ascend``" in npu and "(float16 on 310P)" in npu)
+    assert "``--quantization ascend``" in npu
+    if card.deploy.w8a8 is None:
+        assert (f"**Quantized (W8A8).** This card names no published W8A8 checkpoint of {card.name}" in npu
+                and "(float16 on 310P)" in npu)
+    else:  # tests/test_npu_tab.py::test_qwen3_0_6b_offers_vllm_ascend_s_own_w8a8_checkpoint_unmeasured
+        assert "**Quantized (W8A8).** The published W8A8 checkpoint" in npu and "Not measured by this site" in npu
     assert 2 <= len(card.deploy.faq) <= 4
     assert "**FAQ.**" in npu and all(f"- **{e.q}** {e.a}" in npu for e in card.deploy.faq)
     for other in ("NVIDIA GPU", "CPU"):  # the NPU tab's own blocks
@@ -145,4 +150,70 @@ def test_the_w8a8_command_is_the_deploy_command_plus_the_ascend_quantization(key
     assert f"vllm serve ./{C.serving_dir(card, 'npu', f'./{card.name}-W8A8').removeprefix('./')}" in shown
     words = shlex.split(" ".join(l.rstrip("\\") for l in shown.splitlines() if not l.startswith("export ")))
     assert words[words.index("--quantization") + 1] == "ascend"
-    assert deploy_page.w8a8_argv(load_card(key)) is None
+    assert (deploy_page.w8a8_argv(load_card(key)) is None) == (load_card(key).deploy.w8a8 is None)
+
+
+def test_qwen3_0_6b_offers_vllm_ascend_s_own_w8a8_checkpoint_unmeasured(no_records):
+    """Issue 53: the card names the W8A8 checkpoint vllm-ascend's own tests serve with quantization="ascend"
+    (v0.23.0 tests/e2e/pull_request/two_card/test_flashcomm_distributed.py:34, :94; on ModelScope, which its CI
+    downloads from: .github/workflows/misc/model_dataset_list.json:218); the page offers it with a serve command
+    checked against the pinned release's flags and vllm-ascend's contract, and says this site has not measured it."""
+    card = load_card("qwen3-0.6b")
+    assert card.deploy.w8a8 == Hub(modelscope=HubRef(id="vllm-ascend/Qwen3-0.6B-W8A8", revision="master"))
+    argv = deploy_page.w8a8_argv(card)
+    assert argv == C.deploy_argv(card, "npu", model_dir="./Qwen3-0.6B-W8A8", extra=("--quantization", "ascend"))
+    assert knobs.flag_problems(platform_for("npu").serve_flags(card, eager=False) + ["--quantization", "ascend"]) == []
+    assert knobs.ascend_contract_problems(argv, platform_for("npu").serve_env(card)) == []
+    npu = _tab(deploy_rst(card), "Ascend NPU")
+    assert ("**Quantized (W8A8).** The published W8A8 checkpoint ModelScope ``vllm-ascend/Qwen3-0.6B-W8A8`` (revision "
+            "``master``): download it into ``./Qwen3-0.6B-W8A8``, then serve it with ``--quantization ascend`` in place "
+            "of step 4. Not measured by this site: no build of this page served it, so no figure here is of it, and the "
+            "command is only checked against the flags of vLLM 0.23.0 / vllm-ascend v0.23.0") in npu
+    assert "modelscope download --model vllm-ascend/Qwen3-0.6B-W8A8 --revision master --local_dir ./Qwen3-0.6B-W8A8" in npu
+    assert deploy_page._indent(C.format_command(argv, platform_for("npu").serve_env(card), exports=True), 9) in npu
+    assert "no published W8A8" not in npu
+
+
+def test_the_w8a8_command_is_refused_where_the_pinned_release_lacks_a_flag(monkeypatch):
+    """The check is not vacuous: a serve flag the pinned vLLM does not have stops the quantized command."""
+    card = load_card("qwen3-0.6b")
+    real = knobs.pinned_schema()
+    fake = {**real, "vllm": {**real["vllm"], "engine_flags": [f for f in real["vllm"]["engine_flags"]
+                                                              if f != "--quantization"]}}
+    monkeypatch.setattr(releases, "pinned_schema", lambda: fake)  # where schema_for reads it
+    with pytest.raises(TutorialError, match="deploy.w8a8: .*--quantization is not a flag of vLLM 0.23.0"):
+        deploy_page.w8a8_argv(card)
+
+
+@pytest.mark.parametrize("key", known_models())
+def test_the_npu_tab_serves_310p_with_vllm_ascend_s_300i_duo_flags(key, no_records):
+    """Issue 53: on Atlas 300I DUO the NPU tab's serve command is the one a 310P build runs: float16, and what every
+    300I DUO recipe of vllm-ascend adds (v0.23.0 docs/source/tutorials/models/Qwen3-Dense.md:327,330), each flag
+    checked against the pinned release."""
+    card = load_card(key)
+    argv = C.deploy_argv(card, "npu", family="310p")
+    flags = argv[argv.index("--dtype"):argv.index("--api-key")]
+    assert flags[:2] == ["--dtype", "float16"]
+    i = flags.index("--compilation-config")
+    assert json.loads(flags[i + 1]) == {"cudagraph_mode": "FULL_DECODE_ONLY",
+                                        "cudagraph_capture_sizes": [1, 2, 4, 8, 16, 32]}
+    assert flags[i + 2:] == ["--no-enable-prefix-caching"]
+    assert knobs.flag_problems(flags) == []  # the pinned extract: --enable-prefix-caching's --no- form, the keys
+    assert knobs.ascend_contract_problems(argv, platform_for("npu").serve_env(card)) == []
+    assert C.deploy_argv(card, "npu") == [*argv[:argv.index("--dtype")], "--dtype", card.serve.dtype,
+                                          *flags[2:i], *argv[argv.index("--api-key"):]]  # A2/A3: none of them
+    npu = _tab(deploy_rst(card), "Ascend NPU")
+    assert "On Atlas 300I DUO (310P), use the ``quay.io/ascend/vllm-ascend:v0.23.0-310p`` image in step 1" in npu
+    assert deploy_page._indent(C.format_command(argv), 9) in npu
+    assert "graph mode works there too" not in npu
+
+
+def test_the_310p_capture_sizes_stop_at_the_card_s_max_num_seqs():
+    """Qwen3-Dense.md:349: the 300I DUO recipe with --max-num-seqs 16 captures [1,2,4,8,16]."""
+    card = load_card("qwen3-0.6b")
+    card = card.model_copy(update={"serve": card.serve.model_copy(update={"max_num_seqs": 16})})
+    argv = C.deploy_argv(card, "npu", family="310p")
+    graph = json.loads(argv[argv.index("--compilation-config") + 1])
+    assert graph["cudagraph_capture_sizes"] == [1, 2, 4, 8, 16]
+    eager = C.deploy_argv(card, "npu", family="310p", eager=True)  # --enforce-eager instead of the graph config
+    assert "--enforce-eager" in eager and "--compilation-config" not in eager and "--no-enable-prefix-caching" in eager

@@ -42,6 +42,9 @@ def test_each_supported_release_has_an_extract_of_its_own_source():
     (None, "v0.23.0"), ("", "v0.23.0"), ("main", "v0.23.0"), ("0.22.1", "v0.23.0"),  # none, or older: the pinned
     ("v0.23.0", "v0.23.0"), ("0.23.0.post1", "v0.23.0"), ("0.24.0rc1", "v0.23.0"), ("0.25.0", "v0.23.0"),
     ("0.25.1rc1", "v0.25.1rc1"), ("v0.25.1rc1", "v0.25.1rc1"), ("0.25.1", "v0.25.1rc1"), ("0.26.0", "v0.25.1rc1"),
+    # development builds (an image built from main): PEP 440 puts X.devN before X, so never X's own extract
+    ("0.25.1rc1.dev5+g1234abc", "v0.23.0"), ("0.25.1.dev14", "v0.23.0"), ("0.23.0.dev3", "v0.23.0"),
+    ("0.25.1rc2.dev14+g1234abc", "v0.25.1rc1"), ("0.26.0.dev1", "v0.25.1rc1"), ("0.23.0.post1.dev2", "v0.23.0"),
 ])
 def test_a_version_is_checked_against_the_newest_extract_not_newer_than_it(version, tag):
     assert knobs.schema_for(version)["vllm_ascend"]["tag"] == tag
@@ -93,3 +96,43 @@ def test_every_npu_knob_holds_on_each_release_up_to_its_read_until():
                     assert gone and all(f"not supported by vllm-ascend {tag}" in p for p in gone), (key, k.name, tag)
                 else:
                     assert gone == [], (key, k.name, tag, gone)
+
+
+def test_a_development_build_is_ordered_before_its_release_and_the_page_says_which_extract_it_got():
+    """Issue 53: "0.25.1rc1.dev5+g1234abc" (vllm-ascend built from main before v0.25.1rc1 was tagged) comes before
+    0.25.1rc1 in PEP 440, so its knobs are checked against v0.23.0's extract, and the tuning knobs table says so."""
+    from docs import machine, sweep_doc
+    from npu_tutorials.core.messages import language
+    from npu_tutorials.record.schema import Stat, Tuning, TuningRow
+    from npu_tutorials.views import Views
+
+    def npu_doc(version):
+        doc = sweep_doc("palmyra-mini", mach=machine("npu", "Ascend910B3", vllm_ascend=version), profile="full")
+        doc.results.tuning = Tuning(rows=[TuningRow(name="graph mode", flags=[], knobs=[], startup_s=60.0,
+                                                    tpot_ms=Stat.of([20.0]), throughput_c1=Stat.of([45.0]),
+                                                    throughput_high=Stat.of([500.0]), high_concurrency=16)],
+                                    best="graph mode")
+        return doc
+
+    assert knobs.version_key("0.25.1rc1.dev5+g1234abc") < knobs.version_key("v0.25.1rc1")
+    assert knobs.version_key("0.25.1rc1") < knobs.version_key("0.25.1rc2.dev14+g1234abc") < knobs.version_key("0.25.1rc2")
+    assert knobs.version_key("main") is None and knobs.version_key("") is None
+    dev = "0.25.1rc1.dev5+g1234abc"
+    doc = npu_doc(dev)
+    note = Views(doc, load_card("palmyra-mini")).tuning.tuning_knobs_table().note
+    assert (f"This build's vllm-ascend {dev} is a development build, which comes before 0.25.1rc1 (PEP 440): its "
+            "knobs were checked against the extract of v0.23.0, the newest supported release older than 0.25.1rc1") in note
+    with language("zh_CN"):
+        zh = Views(doc, load_card("palmyra-mini")).tuning.tuning_knobs_table().note
+    assert "是开发版本" in zh and "v0.23.0" in zh and "development build" not in zh
+    for released in ("0.25.1rc1", None):  # a release, or no vllm-ascend recorded: nothing to explain
+        assert "development build" not in Views(npu_doc(released), load_card("palmyra-mini")).tuning.tuning_knobs_table().note
+
+
+def test_a_no_form_is_a_flag_only_where_its_positive_form_is():
+    """vLLM's boolean engine flags take a --no- form (argparse.BooleanOptionalAction), which the extract does not
+    list: the 300I DUO recipes' --no-enable-prefix-caching holds against every release, an unknown --no- flag does not."""
+    for tag in knobs.supported_releases():
+        assert knobs.flag_problems(["--no-enable-prefix-caching"], tag) == []
+    (problem,) = knobs.flag_problems(["--no-such-thing"])
+    assert problem.startswith("--no-such-thing is not a flag of vLLM 0.23.0")

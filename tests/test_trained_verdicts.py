@@ -1,7 +1,7 @@
 """The verdicts on a trained model: SmolLM2-135M-Instruct's real (dequantized) weights, no vLLM needed.
 
 The engine's side is a fake at the exact boundary the checks use, vLLM's OpenAI completions API (a prompt of
-token ids; ``return_token_ids``; ``logprobs: -1`` with ``return_tokens_as_token_ids`` giving the whole
+token ids; ``return_token_ids``; ``logprobs`` of the vocabulary size with ``return_tokens_as_token_ids`` giving the whole
 vocabulary's raw logits keyed ``token_id:N``, as ``--max-logprobs -1 --logprobs-mode raw_logits`` makes vLLM
 answer), answered by transformers in bf16: bf16 arithmetic by another implementation, as a right engine's is.
 The wrong engine is the same with every MLP weight perturbed.  On the trained model the right engine parts from
@@ -30,7 +30,7 @@ class TransformersEngine:
         assert path == "/v1/completions" and body["temperature"] == 0.0
         ids = list(body["prompt"])
         with torch.inference_mode():
-            if body.get("logprobs") == -1:
+            if body.get("logprobs") is not None:  # a full-vocabulary request (logprobs = the vocabulary size)
                 assert body["max_tokens"] == 1 and body["return_tokens_as_token_ids"]
                 logits = self.model(torch.tensor([ids])).logits[0, -1].float()
                 top = {f"token_id:{i}": v for i, v in enumerate(logits.tolist())}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 import time
 from contextlib import contextmanager
 from typing import Iterable, Iterator, TextIO, TypeVar
@@ -132,3 +133,24 @@ class PlainBar:
 
     def close(self) -> None:
         pass
+
+
+# -- library warnings: on the terminal, never on a page ----------------------------------------------------------
+_PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this package
+_DEFAULT_SHOWWARNING = warnings.showwarning
+
+
+def _show_library_warning(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` while a tutorial runs: a warning raised in a library (transformers' FutureWarnings,
+    torch's UserWarnings: their text names a site-packages path and quotes a source line) goes to the build's
+    terminal, where the builder sees it, and not into the page sphinx-gallery captures from ``sys.stderr``; one of
+    this package's own still goes where Python sends it."""
+    if file is None and not os.path.abspath(filename).startswith(_PROJECT):
+        terminal().write(warnings.formatwarning(message, category, filename, lineno, line))
+        return
+    _DEFAULT_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+def keep_library_warnings_off_pages() -> None:
+    """Route library warnings to the terminal (:func:`_show_library_warning`) from now on, in this process."""
+    warnings.showwarning = _show_library_warning

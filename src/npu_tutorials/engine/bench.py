@@ -17,6 +17,7 @@ from pathlib import Path
 from ..inputs.cards import BenchProfile
 from ..core.errors import TutorialError
 from ..core.messages import N_
+from ..inputs.versions_probe import package_versions
 from .memory import rss_mib
 from .processes import kill_group, stop_with_parent, tail
 from .server import VLLMServer
@@ -66,6 +67,17 @@ SUMMARY_ROWS = [
 NOT_STORED = frozenset({"median_tpot_ms"})
 
 
+# The result file this project reads is what ``vllm bench serve --save-result --save-detailed`` of every declared
+# version writes (0.23.0, 0.25.1, 0.27.1: vllm/benchmarks/serve.py's ``result`` dict; 0.32.0 adds ``latencies`` and
+# ``queue_times``, which no earlier one writes, so nothing here reads them).  tests/test_vllm_releases.py runs each
+# release's own benchmark client and reads its file through BenchResult.
+
+
+def vllm_version() -> str:
+    """The vLLM this process's benchmark client runs (package metadata), for the messages that name it."""
+    return package_versions()["vllm"] or "(not installed)"
+
+
 @dataclass
 class BenchResult:
     profile: BenchProfile
@@ -73,18 +85,28 @@ class BenchResult:
     json_path: Path
     command: list[str]
 
+    def need(self, key: str):
+        """``data[key]``; a key this vLLM's result file lacks stops the tutorial in one line naming both (never an
+        empty list, a missing row or a skipped headline)."""
+        if key not in self.data:
+            raise TutorialError(f"vllm bench serve of vLLM {vllm_version()} wrote no '{key}' in {self.json_path.name}:"
+                                " this project cannot read that figure from its result file")
+        return self.data[key]
+
     def summary(self) -> dict[str, float]:
         """The figures of vLLM's summary a results document stores (SUMMARY_ROWS, but NOT_STORED)."""
-        return {key: self.data[key] for _label, key, _unit in SUMMARY_ROWS
-                if key in self.data and key not in NOT_STORED}
+        return {key: self.need(key) for _label, key, _unit in SUMMARY_ROWS if key not in NOT_STORED}
 
     def per_request_tpot_ms(self) -> list[float]:
-        """TPOT of each request: (latency - ttft) / (output_len - 1), as vLLM defines it."""
+        """TPOT of each request that produced more than one token: the sum of its inter-token latencies over
+        ``output_len - 1``.  vLLM defines it as ``(latency - ttft) / (output_len - 1)`` (``calculate_metrics``),
+        and its client sets ``latency`` to the last chunk's time and appends each later chunk's gap to ``itl``
+        (``vllm/benchmarks/lib/endpoint_request_func.py``), so the two agree; only 0.32.0 writes ``latencies``
+        to the file, while ``itls`` is there in every declared version."""
         out = []
-        for lat, ttft, n in zip(self.data.get("latencies", []), self.data.get("ttfts", []),
-                                self.data.get("output_lens", [])):
-            if n > 1:
-                out.append(1000.0 * (lat - ttft) / (n - 1))
+        for itl, n in zip(self.need("itls"), self.need("output_lens")):
+            if n > 1 and itl:
+                out.append(1000.0 * sum(itl) / (n - 1))
         return out
 
 

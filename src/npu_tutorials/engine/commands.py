@@ -10,7 +10,8 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
-from .devices import IMAGE_VARIANTS, VLLM_ASCEND_IMAGE, VLLM_ASCEND_TAG, ascend_image  # noqa: F401  (the pages' names)
+from .devices import (FAMILY, IMAGE_VARIANTS, VLLM_ASCEND_IMAGE, VLLM_ASCEND_TAG,  # noqa: F401  (the pages' names)
+                      ascend_image)
 from ..inputs.cards import Card
 from ..inputs.convert import CONVERTED_ARCHS
 from .platform import platform_for
@@ -99,14 +100,18 @@ def serving_dir(card: Card, backend: str, model_dir: str | None = None) -> str:
 
 
 def deploy_argv(card: Card, backend: str, *, host: str | None = None, port: int = 8000, model_dir: str | None = None,
-                eager: bool = False, tensor_parallel_size: int | None = None, extra: Sequence[str] = ()) -> list[str]:
+                eager: bool = False, tensor_parallel_size: int | None = None, extra: Sequence[str] = (),
+                family: str | None = None) -> list[str]:
     """The copy-paste serve command for a host of ``backend``: graph mode (no ``--enforce-eager``)
     unless ``eager``, the API key required (``--api-key "$VLLM_API_KEY"``), on the platform's listening host unless
-    ``host``; ``model_dir`` is where the weights were downloaded (default ``./<name>``)."""
+    ``host``; ``model_dir`` is where the weights were downloaded (default ``./<name>``).  ``family``: for that NPU
+    family (a key of ``devices.FAMILY``), in its dtype and with its own flags, as the build serves there."""
     p = platform_for(backend)
     native = not needs_conversion(card, backend)
     model = serving_dir(card, backend, model_dir)
-    flags = p.serve_flags(card, native=native, eager=eager, tensor_parallel_size=tensor_parallel_size)
+    dtype = FAMILY[family].dtype if family else None
+    flags = p.serve_flags(card, native=native, eager=eager, tensor_parallel_size=tensor_parallel_size, dtype=dtype,
+                          family=family)
     tail = [*extra, "--api-key", API_KEY_REF, "--host", host or p.listen_host(), "--port", str(port)]
     return [*p.serve_head(model), *flags, *tail]
 

@@ -10,7 +10,8 @@ The server command stays the page's; only where it runs changes (:func:`containe
   docs start its container (:func:`~.commands.ascend_container_options`); on a GPU host ``--gpus``;
 * every host path the command names (the weights, the cache) mounted read-only at the same path;
 * the environment the build adds to the command (``-e``), not the host's;
-* the image's entrypoint (vllm-ascend's sources CANN's environment in it) and its ``python``.
+* the image's own environment: its ``ENV``, its entrypoint (vllm-ascend's sources CANN's environment in it) and
+  what its ``~/.bashrc`` adds (:data:`IMAGE_SHELL`), then its ``python``.
 
 ``docker run`` is only the client: killing it leaves the container running.  So a stopped server's container
 is removed by name (:func:`remove`, ``docker rm -f``) after the client's process group is stopped
@@ -33,6 +34,18 @@ from .platform import Platform
 
 DOCKER = "docker"
 
+# The command runs as the image's own shell runs it.  ``docker run IMAGE CMD`` gives CMD the image's ENV and its
+# entrypoint's ``exec "$@"``, but no shell that reads ``~/.bashrc``, where vllm-ascend's image preloads jemalloc
+# and puts /usr/local/lib on the library path (vllm-project/vllm-ascend v0.23.0 ``Dockerfile:75-76``; v0.25.1rc1
+# ``Dockerfile:88-89``; ``Dockerfile.310p:67-69`` adds the AICPU sandbox), the environment the host side of a
+# comparison gets from scripts/bootstrap_env.sh (IMAGE_BASHRC).  Its docs start the container with an interactive
+# shell, ``docker run ... -it $IMAGE bash`` (v0.23.0 ``docs/source/installation.md:340``), which reads it; a login
+# shell (its CI's ``bash -el {0}``) stops at the guard atop Ubuntu's root ``~/.bashrc``, ``[ -z "$PS1" ] &&
+# return``, before the appended lines.  So ``bash -i``, which then execs the command: the server is the image's
+# ``python`` in the environment a reader's shell in that image has.  (Without a terminal, bash says "cannot set
+# terminal process group" and "no job control in this shell" first, in the server's log.)
+IMAGE_SHELL = ("bash", "-ic", 'exec "$@"', "bash")
+
 
 def container_name() -> str:
     return f"npu-tutorials-side-{uuid.uuid4().hex[:12]}"
@@ -51,7 +64,7 @@ def _devices(platform: Platform, env: Mapping[str, str]) -> list[str]:
 def container_argv(image: str, argv: Sequence[str], env: Mapping[str, str], *, platform: Platform,
                    name: str) -> list[str]:
     """``docker run`` of ``argv`` (the page's server command, ``python`` first) in ``image`` on ``platform``'s
-    devices, as the module says."""
+    devices, through the image's shell (:data:`IMAGE_SHELL`), as the module says."""
     mounts: list[str] = []
     for word in argv:
         if word.startswith("/") and os.path.exists(word) and word not in mounts:
@@ -62,7 +75,7 @@ def container_argv(image: str, argv: Sequence[str], env: Mapping[str, str], *, p
     for k, v in env.items():
         if k != platform.visible_devices_var:
             opts += ["-e", f"{k}={v}"]
-    return [DOCKER, "run", *opts, image, *argv]
+    return [DOCKER, "run", *opts, image, *IMAGE_SHELL, *argv]
 
 
 def remove(name: str) -> None:

@@ -3,7 +3,8 @@
 * host: the resident memory of the server's whole process group (API server, engine core, workers), each
   process's proportional share (``Pss``, shared pages counted once) summed, sampled while it runs, its peak kept;
 * NPU: the memory ``npu-smi info`` lists for the server's processes (its process table: ``| NPU Chip |
-  Process id | Process name | Process memory(MB) |``);
+  Process id | Process name | Process memory(MB) |``, and from npu-smi 26 ``| Process id in container |``; in a
+  container, see :func:`npu_process_mib`);
 * GPU: ``nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits`` for its processes;
 * the KV cache vLLM reports in the server's log: ``<device> KV cache size: N tokens`` (vLLM's
   ``kv_cache_utils``, every platform), and its memory (``Available KV cache memory: X GiB`` on a GPU,
@@ -60,18 +61,36 @@ def rss_mib(pids, proc: Path = PROC) -> float:
     return total_kib / 1024
 
 
-_NPU_PROC = re.compile(r"^\|\s*(\d+)\s+(\d+)\s*\|\s*(\d+)\s*\|\s*(\S[^|]*?)\s*\|\s*(\d+)\s*\|")
-
-
 def npu_process_mib(text: str, pids) -> float | None:
     """The memory ``npu-smi info``'s process table lists for ``pids`` (MB as it says); None where it lists
-    none of them (no process, or another PID namespace)."""
-    want, total, found = set(pids), 0.0, False
-    table = text[text.find("Process id"):] if "Process id" in text else ""
-    for line in table.splitlines():
-        m = _NPU_PROC.match(line.strip())
-        if m and int(m.group(3)) in want:
-            total += float(m.group(5))
+    none of them (no process, or only PIDs of another PID namespace).
+
+    The columns are read from the table's header.  A row is one of ``pids``' when its ``Process id`` is, or its
+    ``Process id in container``: the column npu-smi 26 adds (vllm-ascend issue #12980, npu-smi 26.0.rc2; ``NA``
+    for a process in no container).  In a container, ``Process id`` is whatever PID the driver reports: the
+    container's own where it converts them (hicann/driver@ef377e9
+    ``src/sdk_driver/dms/devmng/drv_devmng/drv_devmng_host/ascend910/devdrv_resource_info.c:250-269``,
+    ``devdrv_trans_ordinary_container_pid``, for an ordinary container), else the host's (DCMI's
+    ``dcmi_get_device_resource_info``: "the process ID on the host"; a driver that does not convert, a privileged
+    container).  A host PID cannot be mapped back from inside the container: ``NSpid:`` in
+    ``/proc/<pid>/status`` lists the PIDs from the namespace of that ``/proc`` mount inwards (Linux
+    ``fs/proc/array.c``, ``task_state()``: ``for (g = ns->level; g <= pid->level; g++)``), so the container's
+    ``/proc`` shows only the container's PID (checked with ``unshare --pid --mount-proc``).  What works is the
+    container column where npu-smi prints it, and a job container that shares the host's PID namespace
+    (``--pid=host``, as ``.github/workflows/ascend-site.yml`` starts it), whose PIDs are the host's."""
+    want, total, found, cols = set(pids), 0.0, False, None
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if "Process id" in cells and "Process memory(MB)" in cells:
+            cols = cells  # NPU Chip | Process id | Process name | Process memory(MB) [| Process id in container]
+            continue
+        if cols is None or len(cells) != len(cols):
+            continue  # the chip table, a separator, "No running processes found in NPU n"
+        row = dict(zip(cols, cells))
+        ids = {row.get("Process id", ""), row.get("Process id in container", "")}
+        mem = row.get("Process memory(MB)", "")
+        if mem.isdigit() and any(i.isdigit() and int(i) in want for i in ids):
+            total += float(mem)
             found = True
     return total if found else None
 

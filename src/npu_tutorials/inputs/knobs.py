@@ -86,7 +86,9 @@ def _flag_problems(flags: Mapping[str, str | None], s: dict) -> list[str]:
     v, va = s["vllm"], s["vllm_ascend"]
     problems = []
     for flag, value in flags.items():
-        if flag not in v["engine_flags"]:
+        # vLLM's boolean engine flags take a --no- form too (BooleanOptionalAction): --no-enable-prefix-caching
+        positive = "--" + flag[len("--no-"):] if flag.startswith("--no-") else flag
+        if flag not in v["engine_flags"] and positive not in v["engine_flags"]:
             problems.append(f"{flag} is not a flag of vLLM {v['version']} ({v['files']['engine_flags']}), "
                             f"so not supported by vllm-ascend {va['tag']}")
         if flag not in JSON_FLAGS:
@@ -115,14 +117,21 @@ def _flag_problems(flags: Mapping[str, str | None], s: dict) -> list[str]:
     return problems
 
 
+def flag_problems(flags: Sequence[str], version: str | None = None) -> list[str]:
+    """What vllm-ascend ``version`` (its extract, :func:`schema_for`; None: the pinned release) lacks among the
+    engine ``flags``, each named "... not supported by vllm-ascend <tag>" (empty: all of it is there): an engine
+    flag of its vLLM, a ``--compilation-config`` or ``--additional-config`` key, a ``cudagraph_mode``."""
+    try:
+        return _flag_problems(parse_flags(flags), schema_for(version))
+    except TutorialError as exc:
+        return [str(exc)]
+
+
 def unsupported(knob: "Knob", version: str | None) -> list[str]:
     """What ``knob`` sets that vllm-ascend ``version`` (its extract, :func:`schema_for`) lacks, each named
     "... not supported by vllm-ascend <tag>" (empty: all of it is there).  An NPU build checks its knobs against
     the installed version with this and does not measure one it names (:data:`SKIP_UNSUPPORTED`)."""
-    try:
-        return _flag_problems(parse_flags(knob.flags), schema_for(version))
-    except TutorialError as exc:
-        return [str(exc)]
+    return flag_problems(knob.flags, version)
 
 
 def knob_problems(knob: "Knob", version: str | None = None) -> list[str]:
@@ -190,6 +199,22 @@ def merge(knobs: Iterable["Knob"]) -> tuple[list[str], dict[str, str]]:
         elif value is not None:
             argv.append(value)
     return argv, env
+
+
+def overlay(base: Sequence[str], over: Sequence[str]) -> list[str]:
+    """``base`` flags with ``over`` on top: ``over``'s ``--compilation-config`` or ``--additional-config`` merged
+    into ``base``'s key by key (``over``'s value where both set a key), its other flags after ``base``'s (vLLM's
+    parser keeps the last of a flag given twice).  A tuning configuration on top of a device family's flags."""
+    if not base:
+        return list(over)
+    mine, theirs = parse_flags(base), parse_flags(over)
+    for flag in JSON_FLAGS:
+        if flag in mine and flag in theirs:
+            mine[flag] = json.dumps({**json_value(flag, mine[flag]), **json_value(flag, theirs.pop(flag))})
+    argv: list[str] = []
+    for flag, value in [*mine.items(), *theirs.items()]:
+        argv += [flag] if value is None else [flag, value]
+    return argv
 
 
 def combinable(knobs: Iterable["Knob"]) -> bool:

@@ -11,6 +11,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from ..core.errors import TutorialError
 from .versions_probe import package_version
 
@@ -40,13 +42,14 @@ def _extracts() -> dict[str, dict]:
     return out
 
 
-def version_key(version: str) -> tuple:
-    """An order of vllm-ascend versions: a candidate before its release, a post-release after it."""
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(rc|post)(\d+))?", (version or "").strip())
-    if not m:
-        return ()
-    stage = {"rc": 0, None: 1, "post": 2}[m[4]]
-    return int(m[1]), int(m[2]), int(m[3] or 0), stage, int(m[5] or 0)
+def version_key(version: str) -> Version | None:
+    """PEP 440's order of vllm-ascend versions ("v0.23.0" too): a development build (``.devN``, as an image built
+    from main has it: "0.25.1rc2.dev14+g1234abc") before the version it leads to, a candidate before its release,
+    a post-release after it; None where ``version`` is none ("", "main")."""
+    try:
+        return Version((version or "").strip())
+    except InvalidVersion:
+        return None
 
 
 def supported_releases() -> list[str]:
@@ -66,11 +69,13 @@ def installed_vllm_ascend() -> str | None:
 
 def schema_for(version: str | None) -> dict:
     """The extract a vllm-ascend ``version`` ("0.25.1rc1", "v0.23.0", "0.23.0.post1") is checked against: the
-    newest supported release not newer than it (a post-release is its release's; a version older than every
-    extract, or none (None, "", "main"), gets the pinned one, :func:`pinned_schema`)."""
+    newest supported release not newer than it (a post-release is its release's; a development build of X, which
+    comes before X, the newest one strictly older than X: "0.25.1rc1.dev5" gets v0.23.0's, "0.25.1rc2.dev14"
+    v0.25.1rc1's; a version older than every extract, or none (None, "", "main"), gets the pinned one,
+    :func:`pinned_schema`)."""
     pinned = pinned_schema()
     have = version_key(version or "")
-    if not have:
+    if have is None:
         return pinned
     tags = [t for t in supported_releases() if version_key(t) <= have]
     if not tags or tags[-1] == pinned["vllm_ascend"]["tag"]:

@@ -1,8 +1,13 @@
 """Engine-vs-reference agreement on the serving engine itself.
 
 The server runs with ``--max-logprobs -1 --logprobs-mode raw_logits``; a
-completion request for one token with ``logprobs=-1`` then returns the raw
-logits of the whole vocabulary at the prompt's last position.  The same
+completion request for one token whose ``logprobs`` is the vocabulary size then returns the raw
+logits of the whole vocabulary at the prompt's last position.  The vocabulary size, not -1: vLLM 0.23.0 to
+0.27.1 (the vLLM of vllm-ascend v0.23.0, v0.25.1rc1 and main) refuse ``logprobs: -1`` with HTTP 400
+("`logprobs` must be a positive value.", ``CompletionRequest.check_logprobs`` in
+``vllm/entrypoints/openai/completion/protocol.py``); only 0.32.0 accepts it.  ``--max-logprobs -1`` lets a
+request ask for up to the model's vocabulary size (``SamplingParams`` reads -1 as ``get_vocab_size()``) in
+each of them; tests/test_vllm_releases.py sends every request body through each release's own classes.  The same
 token ids go through the fp32 CPU reference, and :mod:`metrics` compares them.
 
 vllm-ascend ignores ``--logprobs-mode raw_logits`` and returns log-probabilities;
@@ -40,7 +45,7 @@ def engine_last_logits(server: VLLMServer, model: str, ids: list[int], vocab_siz
     :func:`metrics.logits_form`)."""
     r = server.post("/v1/completions", {
         "model": model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
-        "logprobs": -1, "return_tokens_as_token_ids": True,
+        "logprobs": vocab_size, "return_tokens_as_token_ids": True,
     })
     top = r["choices"][0]["logprobs"]["top_logprobs"][0]
     if len(top) != vocab_size:

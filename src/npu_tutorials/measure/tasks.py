@@ -68,6 +68,12 @@ class GSMProblem:
 GSM_INSTRUCTION = "Solve the problem step by step, then give the final number after '####'.\n\n"
 
 
+def gsm_request(model: str, question: str, max_tokens: int) -> dict:
+    """The ``/v1/chat/completions`` body that asks one GSM-style problem, greedily."""
+    return {"model": model, "messages": [{"role": "user", "content": GSM_INSTRUCTION + question}],
+            "temperature": 0.0, "max_tokens": max_tokens}
+
+
 @dataclass
 class GSMSet:
     """One problem set, generated once and passed on (score and show the same problems)."""

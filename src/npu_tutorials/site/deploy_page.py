@@ -5,12 +5,12 @@ from __future__ import annotations
 from ..engine import commands as C
 from ..engine import devices
 from ..inputs.cards import Card
-from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, steps,
+from ..engine.deploy import (BACKENDS, DEFAULT_PORT, LABELS, Step, container_argv, reader_place, serve_argv, steps,
                              targets)
 from ..core.errors import TutorialError
 from ..engine.multi_card import multi_card
 from ..engine.platform import platform_for
-from ..inputs.knobs import VLLM_ASCEND_QUANTIZATION, ascend_contract_problems
+from ..inputs.knobs import VLLM_ASCEND_QUANTIZATION, ascend_contract_problems, flag_problems, pinned_label
 from ..measure.tuning_plan import (EAGER, GRAPH, config_label, image_environ, in_baseline, measured_best,
                                    select_knobs)
 from ..record.results import recorded
@@ -191,9 +191,10 @@ def w8a8_argv(card: Card) -> list[str] | None:
     if C.needs_conversion(card, "npu"):
         raise TutorialError(f"{card.key}: deploy.w8a8: the commands serve {card.architecture} converted to Qwen2, "
                             "and the conversion takes a full-precision checkpoint, not a quantized one")
-    argv = C.deploy_argv(card, "npu", model_dir=f"{C.local_dir(card)}-W8A8",
-                         extra=("--quantization", VLLM_ASCEND_QUANTIZATION))
-    problems = ascend_contract_problems(argv, platform_for("npu").serve_env(card))
+    quantized = ("--quantization", VLLM_ASCEND_QUANTIZATION)
+    argv = C.deploy_argv(card, "npu", model_dir=f"{C.local_dir(card)}-W8A8", extra=quantized)
+    problems = (flag_problems([*platform_for("npu").serve_flags(card, eager=False), *quantized])  # the pinned extract
+                + ascend_contract_problems(argv, platform_for("npu").serve_env(card)))
     if problems:
         raise TutorialError(f"{card.key}: deploy.w8a8: the serve command breaks vllm-ascend's contract: {problems[0]}")
     return argv
@@ -214,8 +215,21 @@ def _quantized_rst(card: Card, serve_step: int) -> str:
     download = next(iter(C.download_commands(card.model_copy(update={"hub": w}), model_dir).values()))
     env = platform_for("npu").serve_env(card)
     return (f"**Quantized (W8A8).** The published W8A8 checkpoint {where}: download it into ``{model_dir}``, then "
-            f"serve it with ``--quantization {VLLM_ASCEND_QUANTIZATION}`` in place of step {serve_step}:\n\n"
+            f"serve it with ``--quantization {VLLM_ASCEND_QUANTIZATION}`` in place of step {serve_step}. Not measured "
+            "by this site: no build of this page served it, so no figure here is of it, and the command is only "
+            f"checked against the flags of {pinned_label()} and what vllm-ascend honours:\n\n"
             + _code(download) + "\n" + _code(C.format_command(argv, env, exports=True)))
+
+
+def _family_rst(card: Card, family: str, serve_step: int) -> str:
+    """The serve command on an NPU of ``family`` (310P), as this build serves there: its dtype and vllm-ascend's
+    own flags for it (:meth:`~npu_tutorials.engine.platform.Platform.family_flags`)."""
+    p = devices.FAMILY[family]
+    argv = serve_argv(card, "npu", reader_place(card), family=family)
+    return (f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image in step 1 (``dtype=\"{p.dtype}\"`` in "
+            f"the offline script) and serve with this in place of step {serve_step}: ``--dtype {p.dtype}`` (it has no "
+            f"bfloat16), and what vllm-ascend's own {p.label} recipes add, a full graph for decode batches only "
+            "(``FULL_DECODE_ONLY``) and no prefix caching:\n\n" + _code(C.format_command(argv)))
 
 
 def _faq_rst(card: Card) -> str:
@@ -243,9 +257,7 @@ def _tab_rst(card: Card, backend: str) -> str:
             parts.append(tuned)
         parts.append(_scenarios_rst(card))
         parts.append(_quantized_rst(card, serve_step))
-        p = devices.FAMILY["310p"]
-        parts.append(f"On {p.label} (310P), use the ``{C.ascend_image(p.key)}`` image and ``--dtype {p.dtype}``: it "
-                     "has no bfloat16 (graph mode works there too).\n")
+        parts.append(_family_rst(card, "310p", serve_step))
         faq = _faq_rst(card)
         if faq:
             parts.append(faq)

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..inputs.cards import known_models, load_card
 from ..engine.commands import runner_docker_md
 from .deploy_page import deploy_rst
-from .runner_page import families_md
+from .runner_page import engines_md, families_md, hubs_md
 from ..measure.tuning_plan import runner_tuning_md
 from ..record.schema_doc import schema_markdown
 
@@ -32,6 +32,8 @@ def write_generated(srcdir: str | Path) -> list[Path]:
     out = [write_if_changed(gen / key / "deploy.rst", deploy_rst(load_card(key))) for key in known_models()]
     out.append(write_if_changed(gen / "runner_docker.md", runner_docker_md()))
     out.append(write_if_changed(gen / "runner_families.md", families_md()))
+    out.append(write_if_changed(gen / "runner_engines.md", engines_md()))
+    out.append(write_if_changed(gen / "runner_hubs.md", hubs_md()))
 
     out.append(write_if_changed(gen / "runner_tuning.md", runner_tuning_md()))
     out.append(write_if_changed(gen / "results_schema.md", schema_markdown()))

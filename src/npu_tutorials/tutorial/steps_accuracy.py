@@ -173,9 +173,7 @@ class AccuracySteps:
         srv, model = self.s.servers.ensure("task"), self.s.model
 
         def ask(p):
-            r = srv.post("/v1/chat/completions", {
-                "model": model, "messages": [{"role": "user", "content": tasks.GSM_INSTRUCTION + p.question}],
-                "temperature": 0.0, "max_tokens": size.max_tokens})
+            r = srv.post("/v1/chat/completions", tasks.gsm_request(model, p.question, size.max_tokens))
             return r["choices"][0]["message"]["content"], r["choices"][0].get("finish_reason")
 
         with self.s.step(f"GSM-style problems ({len(problems)}, greedy, up to {size.max_tokens} tokens)"):

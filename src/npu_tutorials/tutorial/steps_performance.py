@@ -23,6 +23,10 @@ def _ms(values) -> list[float]:
     return [1000.0 * v for v in values]
 
 
+# A warning line of vLLM's logger ("WARNING 12-05 09:01:56 [file.py:66] text", after 0.32.0's "(APIServer pid=N) "
+# prefix): the logger format of every declared vLLM (vllm/logger.py _FORMAT; tests/test_vllm_releases.py)
+WARNING_LINE = re.compile(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)")
+
 class PerformanceSteps:
     """Latency against input length, throughput against concurrency, and efficiency (roofline fraction and
     plain transformers), each on the server in the build's engine dtype."""
@@ -149,7 +153,7 @@ class PerformanceSteps:
         lines = [line for log in sorted(self.s.artifacts.glob("server-*.log")) for line in
                  log.read_text(errors="replace").splitlines()]
         for line in lines:
-            m = re.search(r"WARNING [\d-]+ [\d:]+ \[([^\]]+)\] (.*)", line)
+            m = WARNING_LINE.search(line)
             if m:
                 key = re.sub(r"\d+(\.\d+)?", "N", m.group(2))[:220]
                 seen.setdefault(key, m.group(2)[:220])

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from . import plots
 from ..core.errors import TutorialError
-from ..core.messages import _, sentences
+from ..core.messages import N_, _, sentences
 from ..core.tables import Pre, Table
 from .base import BaseViews, memory_note, shown
 from .paired import change
-from ..inputs.knobs import pinned_label
+from ..engine.platform import platform_for
+from ..inputs.knobs import pinned_label, schema_for, version_key
 from ..measure.tuning_plan import config_label, graph_row, in_baseline, verdict
 
 GB = 1e9
+# the extract the build's vllm-ascend was checked against (tuning_plan.select_knobs, knobs.unsupported), where it is a
+# development build (an image built from main): PEP 440 orders X.devN before X, so it never gets X's own extract
+DEV_BUILD_CHECKED = N_("This build's vllm-ascend {version} is a development build, which comes before {release} "
+                       "(PEP 440): its knobs were checked against the extract of {tag}, the newest supported release "
+                       "older than {release} (the pinned one where none is).")
 
 
 def _pct(x: float | None) -> str:
@@ -194,6 +200,11 @@ class TuningViews(BaseViews):
             raise TutorialError(f"cards/{self.card.key}.yaml has no tuning knobs for {self.backend}")
         note = _("Each NPU knob was checked against {pinned}'s own source (engine flags, configuration keys, the "
                  "settings its performance documents export) when the model card was loaded.", pinned=pinned_label())
+        version = self.prov.machine.versions.get("vllm_ascend") if platform_for(self.backend).ascend else None
+        dev = version_key(version or "")
+        if dev is not None and dev.is_devrelease:
+            note = sentences([note, _(DEV_BUILD_CHECKED, version=version, release=str(dev).split(".dev")[0],
+                                      tag=schema_for(version)["vllm_ascend"]["tag"])])
         if t is None:
             # the knobs are the card's facts: shown even where no build measured them
             measured, skipped = set(), {k.name: _("no (no build measured the tuning section)") for k in knobs}
