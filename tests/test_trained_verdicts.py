@@ -3,7 +3,9 @@
 The engine's side is a fake at the exact boundary the checks use, vLLM's OpenAI completions API (a prompt of
 token ids; ``return_token_ids``; ``logprobs`` of the vocabulary size with ``return_tokens_as_token_ids`` giving the whole
 vocabulary's raw logits keyed ``token_id:N``, as ``--max-logprobs -1 --logprobs-mode raw_logits`` makes vLLM
-answer), answered by transformers in bf16: bf16 arithmetic by another implementation, as a right engine's is.
+answer; the reply's form is the same in every declared vLLM, 0.23.0 to 0.32.0, and each of them accepts these
+request bodies: tests/test_vllm_releases.py sends them through each release's own request classes), answered by
+transformers in bf16: bf16 arithmetic by another implementation, as a right engine's is.
 The wrong engine is the same with every MLP weight perturbed.  On the trained model the right engine parts from
 the fp32 reference at near-ties, and the same checks PASS it and FAIL the wrong one (the real engine's runs:
 the SmolLM2 page, and the negative controls on its real checkpoint on the methods page).

@@ -72,7 +72,14 @@ for path, body in payload["bodies"]:
         except Exception as exc:
             row = {"ok": False, "error": f"SamplingParams: {exc}"[:300]}
     out.append(row)
-print("@@release@@ " + json.dumps(out))
+# the reply fields the project reads: choices[0].token_ids (return_token_ids), .logprobs.top_logprobs, .text,
+# and the chat reply's message.content and finish_reason
+from vllm.entrypoints.openai.completion import protocol as cp
+from vllm.entrypoints.openai.chat_completion import protocol as chp
+fields = {"completion choice": set(cp.CompletionResponseChoice.model_fields),
+          "completion logprobs": set(cp.CompletionLogProbs.model_fields),
+          "chat choice": set(chp.ChatCompletionResponseChoice.model_fields)}
+print("@@release@@ " + json.dumps({"bodies": out, "replies": {k: sorted(v) for k, v in fields.items()}}))
 '''
 
 
@@ -112,10 +119,14 @@ def project_requests() -> tuple[list, int]:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_request_body_is_accepted_by_each_release(version):
     bodies, vocab = project_requests()
-    answers = vllm_releases.run(version, VALIDATE, {"bodies": bodies, "vocab": vocab})
-    bad = [(b[0], sorted(b[1]), a) for b, a in zip(bodies, answers) if not a["ok"] or a["ignored"]]
+    out = vllm_releases.run(version, VALIDATE, {"bodies": bodies, "vocab": vocab})
+    bad = [(b[0], sorted(b[1]), a) for b, a in zip(bodies, out["bodies"]) if not a["ok"] or a["ignored"]]
     assert not bad, f"vLLM {version} refuses or ignores: {bad}"
     assert any(b[1].get("logprobs") == vocab for b in bodies)  # the full-vocabulary request was among them
+    replies = out["replies"]
+    assert {"token_ids", "text", "logprobs", "finish_reason"} <= set(replies["completion choice"])
+    assert "top_logprobs" in replies["completion logprobs"]
+    assert {"message", "finish_reason"} <= set(replies["chat choice"])
 
 
 @pytest.mark.engine
@@ -125,7 +136,7 @@ def test_every_request_the_checks_sent_is_accepted_by_each_release(version, raw_
     consistency, text, chat) through the release's classes."""
     bodies = [tuple(json.loads(k)) for k in raw_replies.kept]
     assert len(bodies) > 10
-    answers = vllm_releases.run(version, VALIDATE, {"bodies": bodies, "vocab": card.vocab_size})
+    answers = vllm_releases.run(version, VALIDATE, {"bodies": bodies, "vocab": card.vocab_size})["bodies"]
     bad = [(b[0], sorted(b[1]), a) for b, a in zip(bodies, answers) if not a["ok"] or a["ignored"]]
     assert not bad, f"vLLM {version} refuses or ignores: {bad[:3]}"
 
@@ -136,7 +147,7 @@ def test_logprobs_minus_one_is_what_the_older_releases_refuse(version):
     it as the runner's server answered (HTTP 400 "`logprobs` must be a positive value.")."""
     body = {"model": "m", "prompt": [1, 2, 3], "max_tokens": 1, "temperature": 0.0, "logprobs": -1,
             "return_tokens_as_token_ids": True}
-    [a] = vllm_releases.run(version, VALIDATE, {"bodies": [("/v1/completions", body)], "vocab": 49152})
+    [a] = vllm_releases.run(version, VALIDATE, {"bodies": [("/v1/completions", body)], "vocab": 49152})["bodies"]
     if version == "0.32.0":
         assert a["ok"]
     else:
@@ -247,3 +258,42 @@ def test_each_releases_log_lines_parse(version):
     assert kv_cache_from_log(out["text"])[0] == 12345, out["text"]
     warnings = [m.group(2) for m in map(WARNING_LINE.search, out["text"].splitlines()) if m]
     assert warnings == ["this backend ignores --something"], out["text"]
+
+
+# -- the modules and names the project uses ---------------------------------------------------------------------
+def _vllm_imports() -> list[tuple[str, str]]:
+    """(module, name) of every ``from vllm... import name`` in the package, its copy-paste snippets included, and
+    the modules it runs with ``python -m``."""
+    import ast
+    from pathlib import Path
+
+    from npu_tutorials.engine import platform
+
+    pkg = Path(__file__).resolve().parents[1] / "src" / "npu_tutorials"
+    out = {(platform.SERVER_MODULE, ""), ("vllm.collect_env", "")}  # the server; engine/collect_env.py's -m module
+    for path in pkg.rglob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "vllm":
+                out |= {(node.module, a.name) for a in node.names}
+        # imports inside the snippets a page prints (engine/deploy.py's CPU benchmark one-liner, the offline script)
+        for mod, names in re.findall(r"from (vllm(?:\.\w+)*) import ([\w, ]+?)(?:;|\"|$)", text, re.M):
+            out |= {(mod, n.strip().split(" as ")[0]) for n in names.split(",")}
+    return sorted(out)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_vllm_module_and_name_the_project_uses_exists_in_each_release(version):
+    imports = _vllm_imports()
+    assert ("vllm.benchmarks.serve", "add_cli_args") in imports and ("vllm", "LLM") in imports
+    root = vllm_releases.release_dir(version)
+    missing = []
+    for mod, name in imports:
+        base = root / mod.replace(".", "/")
+        src = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if not src.is_file():
+            missing.append(mod)
+        elif name and not re.search(rf"^\s*(def|class)\s+{name}\b|^\s*{name}\s*[:=]|\bimport\b.*\b{name}\b|"
+                                    rf"\"{name}\"", src.read_text(), re.M):
+            missing.append(f"{mod}.{name}")
+    assert not missing, f"vLLM {version} lacks {missing}"

@@ -75,7 +75,8 @@ class Progress:
         beat = threading.Thread(target=heartbeat, daemon=True)
         beat.start()
         try:
-            yield
+            with library_warnings_to_terminal():
+                yield
         except BaseException as exc:
             self.say(f"{pad}FAILED {name} after {fmt_s(time.monotonic() - t)}: {type(exc).__name__}")
             self.costs.append((name, time.monotonic() - t, depth))
@@ -141,7 +142,7 @@ _DEFAULT_SHOWWARNING = warnings.showwarning
 
 
 def _show_library_warning(message, category, filename, lineno, file=None, line=None):
-    """``warnings.showwarning`` while a tutorial runs: a warning raised in a library (transformers' FutureWarnings,
+    """``warnings.showwarning`` while a tutorial's step runs: a warning raised in a library (transformers' FutureWarnings,
     torch's UserWarnings: their text names a site-packages path and quotes a source line) goes to the build's
     terminal, where the builder sees it, and not into the page sphinx-gallery captures from ``sys.stderr``; one of
     this package's own still goes where Python sends it."""
@@ -151,6 +152,14 @@ def _show_library_warning(message, category, filename, lineno, file=None, line=N
     _DEFAULT_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
-def keep_library_warnings_off_pages() -> None:
-    """Route library warnings to the terminal (:func:`_show_library_warning`) from now on, in this process."""
+@contextmanager
+def library_warnings_to_terminal() -> Iterator[None]:
+    """Library warnings go to the terminal (:func:`_show_library_warning`) while the block runs: every step of a
+    tutorial (:meth:`Progress.step`).  Set per step, not once: sphinx-gallery sets its own ``showwarning`` at the
+    start of each cell it runs (``sphinx_gallery.gen_rst.patch_warnings``)."""
+    saved = warnings.showwarning
     warnings.showwarning = _show_library_warning
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved

@@ -146,11 +146,13 @@ HOST_CACHE = "/root/.cache"
 
 
 def ascend_container_options(devices: Sequence[int] = (0,), shm_size: str = "1g", *,
-                             multi_card: bool = False) -> list[str]:
+                             multi_card: bool = False, build: bool = False) -> list[str]:
     """The ``docker run`` options that give a container the NPUs ``devices`` (the host's
     ``/dev/davinciN``) and the driver; shared by :func:`docker_run_argv` and the CI workflow.
-    ``multi_card``: also the host's network and ``hccn_tool``, as installation.md's A2/A3 line has them."""
-    opts = [f"--shm-size={shm_size}"] + (["--net=host"] if multi_card else [])
+    ``multi_card``: also the host's network and ``hccn_tool``, as installation.md's A2/A3 line has them.
+    ``build``: a container the site is built in (the runner page's, the workflow's jobs) also shares the host's PID
+    namespace, where the PIDs of npu-smi's process table are its own (:func:`~.memory.npu_process_mib`)."""
+    opts = [f"--shm-size={shm_size}"] + (["--pid=host"] if build else []) + (["--net=host"] if multi_card else [])
     for i in devices:
         opts += ["--device", f"/dev/davinci{int(i)}"]
     for d in ASCEND_CONTROL_DEVICES:
@@ -162,14 +164,15 @@ def ascend_container_options(devices: Sequence[int] = (0,), shm_size: str = "1g"
 
 def docker_run_argv(image: str | None = None, devices: Sequence[int] = (0,), *, name: str = "npu-tutorials-site",
                     repo: str = "$PWD", cache: str = HOST_CACHE, command: Sequence[str] = ("bash",),
-                    workdir: str = CONTAINER_WORKDIR, ports: Sequence[int] = (), multi_card: bool = False) -> list[str]:
+                    workdir: str = CONTAINER_WORKDIR, ports: Sequence[int] = (), multi_card: bool = False,
+                    build: bool = False) -> list[str]:
     """``docker run`` of vllm-ascend's image with ``devices``, ``repo`` (this repository, or the reader's
     deployment folder) at ``workdir``, the host's model cache where the container's HOME looks for it and
     ``ports`` published on the host's loopback.  ``multi_card``: the host's network (ports need no publishing then)
-    and hccn_tool."""
+    and hccn_tool.  ``build``: the container the site is built in (:func:`ascend_container_options`)."""
     # published on the host's loopback only: a reader who wants the port on the network says so (deploy_page)
     published = [] if multi_card else [a for p in ports for a in ("-p", f"127.0.0.1:{int(p)}:{int(p)}")]
-    return ["docker", "run", "--rm", "--name", name, *ascend_container_options(devices, multi_card=multi_card),
+    return ["docker", "run", "--rm", "--name", name, *ascend_container_options(devices, multi_card=multi_card, build=build),
             "-v", f"{cache}:{CONTAINER_HOME}/.cache", "-v", f"{repo}:{workdir}", "-w", workdir, *published,
             "-it", image or ascend_image(), *command]
 
@@ -200,4 +203,4 @@ def format_docker(argv: Sequence[str]) -> str:
 
 def runner_docker_md(devices: Sequence[int] = (0,)) -> str:
     """The runner page's ``docker run`` block (``docs/source/_generated/runner_docker.md``)."""
-    return "```bash\n" + format_docker(docker_run_argv(devices=devices)) + "\n```\n"
+    return "```bash\n" + format_docker(docker_run_argv(devices=devices, build=True)) + "\n```\n"

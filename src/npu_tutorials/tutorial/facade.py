@@ -28,7 +28,7 @@ from ..engine.backend import describe_environment, detect_backend, host_threads
 from ..engine.collect_env import Capture, collect_env_argv
 from ..engine.platform import Platform, platform_for
 from ..core.errors import TutorialError
-from ..core.progress import Progress, keep_library_warnings_off_pages
+from ..core.progress import Progress
 from ..engine.scheduler import lease_devices
 from ..inputs.cards import load_card
 from ..inputs.digest import card_digest
@@ -146,7 +146,6 @@ class Tutorial:
         """Start the run of card ``key``: detect the backend, lease devices, open the results document.
         ``state``: a state made elsewhere (a test's, on fakes) instead of this machine's."""
         abandon_active("a new tutorial started before the previous one finished")
-        keep_library_warnings_off_pages()
         self.state = s = state or new_state(key)
         self.card, self.doc, self.recorded_errors = s.card, s.doc, s.recorded_errors
         self.show = Show(Views(s.doc, s.card), s.card.key)
