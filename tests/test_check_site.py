@@ -123,3 +123,24 @@ def test_a_recorded_document_the_pages_draw_is_validated_one_line_naming_the_fil
     # make check prints them among its problems (with the page selection, only the selected models' records)
     site = _site(tmp_path / "site", GOOD)
     assert [l for l in check_site.check(site, "qwen2_5") if l.startswith("recorded")] == lines[:3]
+
+
+def test_a_fail_on_a_page_fails_the_check_naming_the_page_the_check_and_the_figure(tmp_path, monkeypatch):
+    """Issue 54: a FAIL verdict is loud.  A document whose logits check says FAIL fails the check in one line (make
+    check, and make html, which ends with it, exit non-zero); a card that declares that deviation as known passes,
+    and the page shows the card's reason under the verdict."""
+    from npu_tutorials.inputs import cards
+    from npu_tutorials.views import Views
+
+    site = _site(tmp_path, GOOD, make_doc(passed=False))
+    assert check_site.check(site, "qwen2_5") == [
+        "qwen2_5_0_5b: logits_agreement says FAIL: normalized MSE 0.02 % (threshold < 1.0 %)"]
+    card = cards.load_card("qwen2.5-0.5b")
+    why = "the fused softmax of the NPU rounds differently (vllm-ascend issue 1)"
+    known = card.model_copy(update={"accuracy": card.accuracy.model_copy(
+        update={"known_deviations": {"logits_agreement: normalized MSE": why}})})
+    monkeypatch.setattr(check_site, "load_card", lambda key: known)
+    assert check_site.check(site, "qwen2_5") == []
+    verdict = Views(make_doc(passed=False), known).accuracy.logits_verdict()
+    assert why in verdict._repr_html_() and "FAIL" in repr(verdict)
+    assert why not in Views(make_doc(passed=False), card).accuracy.logits_verdict()._repr_html_()

@@ -121,6 +121,7 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
         problems.append(f"{stem}: the page's provenance does not match {res.name} (stale page or JSON)")
     if prov.weights is None:
         problems.append(f"{stem}: results JSON does not say which weights were used")
+    problems += [f"{stem}: {line}" for line in failed_verdicts(doc, load_card(key))]
     if doc.results.server is None:
         problems.append(f"{stem}: results JSON has no server section")
     if doc.results.benchmark is None and not doc.results.concurrency_sweep:
@@ -128,6 +129,17 @@ def check_page(build: Path, stem: str, key: str, *, strict: bool) -> list[str]:
     elif doc.results.memory is None:
         problems.append(f"{stem}: results JSON has no memory section (what the server held while it was measured)")
     return problems
+
+
+def failed_verdicts(doc, card) -> list[str]:
+    """A FAIL is loud: one line per check that says FAIL on the page, naming its section, the check and its figure
+    (so make check, and the make html that ends with it, exit non-zero), except one the card declares as a known
+    deviation (``accuracy.known_deviations["<section>: <check>"]``: its reason is shown under the verdict)."""
+    known = card.accuracy.known_deviations
+    return [f"{section} says FAIL: {c.metric} {c.measured} (threshold {c.threshold})"
+            for section in type(doc.results).model_fields
+            for c in getattr(getattr(doc.results, section), "checks", None) or []
+            if not c.passed and f"{section}: {c.metric}" not in known]
 
 
 def machine_path_problems(files) -> list[str]:

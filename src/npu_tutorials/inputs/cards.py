@@ -208,6 +208,7 @@ class Accuracy(FrozenModel):
     qa: QACheck | None = None
     gsm: GSMCheck | None = None
     greedy: GreedyCheck | None = None
+    known_deviations: dict[str, str] = {}  # "<section>: <check>" -> why its FAIL is known (the page shows it)
 
 
 class Sweep(FrozenModel):
@@ -220,8 +221,7 @@ class Sweep(FrozenModel):
     rounds: int = Field(default=2, gt=0)  # requests per run at a concurrency point = max(2, rounds x concurrency)
     repeats: int = Field(default=3, gt=0)  # runs per concurrency point: throughput is their median
     baseline_new_tokens: int = Field(gt=0)
-    transformers_baseline: bool = Field(default=True, description="measure the transformers baseline in this "
-                                        "profile; otherwise the page shows a recorded one with its provenance")
+    transformers_baseline: bool = True  # measure it in this profile; else the page shows a recorded one, its provenance
 
     @field_validator("concurrency")
     @classmethod

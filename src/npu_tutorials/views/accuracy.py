@@ -59,7 +59,7 @@ class AccuracyViews(BaseViews):
     def logits_verdict(self) -> Verdict:
         """The logits verdict against the card's thresholds."""
         a = self.need("logits_agreement")
-        return self.verdict(a.checks, self.stand_in_caveat)
+        return self.verdict(a.checks, self.stand_in_caveat, "logits_agreement")
 
     def logits_vs_reported(self) -> Table:
         """The logits summary beside the report's figures."""
@@ -80,7 +80,8 @@ class AccuracyViews(BaseViews):
     def consistency_verdict(self) -> Verdict:
         """The every-position consistency verdict against the card's thresholds."""
         c = self.need("forward_consistency")
-        return self.verdict(c.checks, sentences(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x))
+        return self.verdict(c.checks, sentences(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x),
+                            "forward_consistency")
 
     def derived_limits_note(self) -> str:
         """Which of the consistency limits are derived for logits, and from which model's measured floor."""
@@ -176,7 +177,7 @@ class TextViews(BaseViews):
     def text_verdict(self) -> Verdict:
         """The text-consistency verdict (identical answers) against the card's count."""
         t = self.need("text_consistency")
-        return self.verdict(t.checks, self.stand_in_caveat)
+        return self.verdict(t.checks, self.stand_in_caveat, "text_consistency")
 
     def greedy_table(self) -> Table:
         """Greedy decoding per prompt: first token, match rate, and where a divergence happened, why."""
@@ -208,7 +209,7 @@ class TextViews(BaseViews):
     def greedy_verdict(self) -> Verdict | None:
         """The greedy-agreement verdict against the card's thresholds (None when it has none)."""
         g = self.need("greedy_agreement")
-        return self.verdict(g.checks, self.stand_in_caveat) if g.checks else None
+        return self.verdict(g.checks, self.stand_in_caveat, "greedy_agreement") if g.checks else None
 
     def greedy_plot(self):
         """Per prompt, how many greedy tokens agree with the reference."""

@@ -113,9 +113,15 @@ class BaseViews:
         note = self.card.reported.method_notes.get(key)
         return _(" How the report's method differs: {note}", note=note) if note else ""
 
-    def verdict(self, checks: list[Check], caveat: str = "") -> Verdict:
-        """A verdict table from the document's checks, with the caveat under it."""
-        return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks], caveat)
+    def verdict(self, checks: list[Check], caveat: str = "", section: str = "") -> Verdict:
+        """A verdict table from the document's checks of ``section``, with the caveat under it, and the reason the
+        card gives for each FAIL it declares as a known deviation (``accuracy.known_deviations``)."""
+        known = self.card.accuracy.known_deviations
+        declared = [_("{check} is a known deviation, declared by the model card: {why}", check=_(c.metric),
+                      why=known[f"{section}: {c.metric}"]) for c in checks
+                    if not c.passed and f"{section}: {c.metric}" in known]
+        return Verdict([(c.metric, c.measured, c.threshold, c.passed) for c in checks],
+                       " ".join(x for x in (caveat, *declared) if x))
 
     def same_arithmetic_note(self, dtype: str | None = None) -> str:
         """A comparison of two identical computations cannot differ: say so in words."""
