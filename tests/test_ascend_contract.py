@@ -876,7 +876,7 @@ def test_the_runner_page_includes_the_generated_docker_line(tmp_path):
     assert gen in written and gen.read_text() == commands.runner_docker_md()
     [(lang, body)] = _blocks(gen.read_text())
     [argv] = _commands(body)
-    assert lang == "bash" and argv == commands.docker_run_argv()  # shlex keeps "$PWD" as the shell would see it
+    assert lang == "bash" and argv == commands.docker_run_argv(build=True)  # shlex keeps "$PWD" as the shell would see it
     # the options vllm-ascend's installation guide uses
     for opt in ("--device /dev/davinci0", "--device /dev/davinci_manager", "--device /dev/devmm_svm",
                 "--device /dev/hisi_hdc", "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi",
