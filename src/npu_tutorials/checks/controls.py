@@ -140,6 +140,7 @@ class ControlSpec:
     text: QACheck | None = None           # text consistency: its chat prompts, tokens and exact_min
     stop_ids: list[int] | None = None
     source: str = ""                      # which cards it came from, and how it was trimmed
+    splits: object = None                 # the card's split rule (accuracy.splits); None: no split is excused
 
     @property
     def checks(self) -> tuple[str, ...]:
@@ -151,7 +152,8 @@ class ControlSpec:
                for c in self.checks}
         if self.text is not None:
             out["text"]["exact_min"] = self.text.exact_min
-        return {**out, "stop_ids": self.stop_ids, "source": self.source}
+        splits = self.splits.model_dump(exclude={"record"}) if self.splits is not None else None
+        return {**out, "splits": splits, "stop_ids": self.stop_ids, "source": self.source}
 
 
 def spec_for_card(card, stop_ids: list[int] | None = None) -> ControlSpec:
@@ -159,7 +161,7 @@ def spec_for_card(card, stop_ids: list[int] | None = None) -> ControlSpec:
     objects the card's page uses)."""
     a = card.accuracy
     return ControlSpec(logits=a.logits, consistency=a.consistency, greedy=a.greedy, text=a.qa, stop_ids=stop_ids,
-                       source=f"cards/{card.key}.yaml")
+                       source=f"cards/{card.key}.yaml", splits=a.splits)
 
 
 def combined_spec(stop_ids: list[int] | None = None) -> ControlSpec:
@@ -179,7 +181,8 @@ def trimmed(spec: ControlSpec, prompts: int = 2, words: int = 7) -> ControlSpec:
     """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds,
     one per position of the consistency text): the first ``prompts`` prompts of each check, and the first
     ``words`` words of the consistency text's first sentence."""
-    out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check")
+    out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check",
+                      splits=spec.splits)
     if spec.logits:
         out.logits = spec.logits.model_copy(update={"prompts": spec.logits.prompts[:prompts]})
     if spec.consistency:
@@ -209,11 +212,11 @@ def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: Contr
     out: dict[str, dict] = {}
     reports: dict[str, object] = {}
     if "logits" in only:
-        rep = accuracy.logits_agreement(server, model, ref_path, spec.logits, vocab_size, real_weights=False)
+        rep = accuracy.logits_agreement(server, model, ref_path, spec.logits, vocab_size, False, spec.splits)
         out["logits"], reports["logits"] = _verdict_dict(rep.verdict(), rep.summary), rep
     if "consistency" in only:
-        rep = consistency.forward_consistency(server, model, ref_path, spec.consistency, vocab_size,
-                                              real_weights=False)
+        rep = consistency.forward_consistency(server, model, ref_path, spec.consistency, vocab_size, False,
+                                              spec.splits)
         d = rep.to_dict()
         d.pop("per_position")
         out["consistency"], reports["consistency"] = _verdict_dict(rep.verdict(), d), rep
@@ -224,15 +227,14 @@ def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: Contr
         if g.chat_prompts:
             rows += consistency.text_consistency(server, model, ref_path, g.chat_prompts, g.num_tokens, chat=True,
                                                  vocab_size=vocab_size)
-        out["greedy"] = _verdict_dict(consistency.greedy_verdict(rows, **g.thresholds.model_dump()),
-                                      consistency.greedy_summary(rows, g.thresholds.near_tie_nmse_pct_max))
+        out["greedy"] = _verdict_dict(consistency.greedy_verdict(rows, **g.thresholds.model_dump(), rule=spec.splits),
+                                      consistency.greedy_summary(rows, spec.splits))
         reports["greedy"] = rows
     if "text" in only:
         t = spec.text
         rows = consistency.text_consistency(server, model, ref_path, [i.prompt for i in t.items], t.max_tokens,
                                             chat=True, stop_ids=spec.stop_ids, vocab_size=vocab_size)
-        out["text"] = _verdict_dict(consistency.text_verdict(rows, exact_min=t.exact_min,
-                                                             near_tie_nmse_pct_max=t.near_tie_nmse_pct_max),
+        out["text"] = _verdict_dict(consistency.text_verdict(rows, exact_min=t.exact_min, rule=spec.splits),
                                     {"exact": sum(r.exact for r in rows), "total": len(rows),
                                      "mean_similarity": sum(r.similarity for r in rows) / len(rows)})
         reports["text"] = rows

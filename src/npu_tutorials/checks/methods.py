@@ -88,14 +88,18 @@ def floors_markdown() -> str:
         p, k = r["provenance"], r["derived"]
         out += [f"**{r['model']}** ({p['weights']}; {p['date'][:10]}, commit {p['git_commit'][:10]}, "
                 f"transformers {p['versions'].get('transformers')}): {r['method']}.", "",
-                "| calibration text | positions | perplexity difference (%) | mean cosine | mean KL (nats) | "
-                "largest nMSE (%) | top-1 flips |", "|---|---|---|---|---|---|---|"]
-        out += [f"| {f['text'].splitlines()[0][:60]} | {f['positions']} | {f['ppl_rel_diff_pct']:.3f} | "
-                f"{f['mean_cosine']:.6f} | "
-                f"{f['mean_kl_nats']:.5f} | {f['max_nmse_pct']:.3f} | {f['flips']} |" for f in r["floor"]]
-        out += ["", f"Derived ({r['factor']:g} × the floor): perplexity difference < {k['ppl_rel_diff_pct_max']} %, "
-                    f"cosine > {k['cosine_min']}, KL < {k['kl_max']}, "
-                    f"near-tie bound nMSE < {k['near_tie_nmse_pct_max']} %.", ""]
+                "| calibration text | kind | positions | perplexity difference (%) | mean cosine | mean KL (nats) | "
+                "largest nMSE (%) | largest pair error (nats) | top-1 flips |", "|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {f['text'].splitlines()[0][:60]} | {'chat answer' if f.get('chat') else 'plain'} | "
+                f"{f['positions']} | {f['ppl_rel_diff_pct']:.3f} | {f['mean_cosine']:.6f} | "
+                f"{f['mean_kl_nats']:.5f} | {f['max_nmse_pct']:.3f} | {f['max_pair_err']:.3f} | {f['flips']} |"
+                for f in r["floor"]]
+        flips, positions = sum(f["flips"] for f in r["floor"]), sum(f["positions"] for f in r["floor"])
+        out += ["", f"Derived from the plain texts ({r['factor']:g} × the floor): perplexity difference < "
+                    f"{k['ppl_rel_diff_pct_max']} %, cosine > {k['cosine_min']}, KL < {k['kl_max']}.  From every "
+                    f"text: the split rule, pair error <= {k['split_err_max']} nats (the largest above) and "
+                    f"near-tie rate <= {k['split_rate_pct_max']} % (95 % upper bound of {flips} flips in "
+                    f"{positions} positions).", ""]
     return "\n".join(out)
 
 

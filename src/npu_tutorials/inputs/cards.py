@@ -1,8 +1,7 @@
 """Model cards: one YAML file per model, validated when loaded.
 
-A card holds everything a tutorial needs to know about a model: where its
-weights live, how to serve it, the conditions of each measurement, the
-pass/fail thresholds, and the figures published in the original evaluation
+A card holds everything a tutorial needs to know about a model: where its weights live, how to serve it, the
+conditions of each measurement, the pass/fail thresholds, and the figures published in the original evaluation
 report (kept apart, as cited reference values, never as our results).
 
 A bad card fails with one line naming the file, the field and the problem::
@@ -120,8 +119,6 @@ class ConsistencyThresholds(FrozenModel):
     ppl_rel_diff_pct_max: float = Field(gt=0)
     cosine_min: float = Field(gt=0, le=1)
     kl_max: float = Field(gt=0)
-    # a top-1 flip at a near-tie is rounding only where the engine's error there is within this normalized MSE
-    near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
 
 
 class DerivedLimits(FrozenModel):
@@ -130,8 +127,7 @@ class DerivedLimits(FrozenModel):
     all.  ``record`` is the card key whose real weights were measured."""
 
     record: str
-    limits: list[Literal["ppl_rel_diff_pct_max", "cosine_min", "kl_max", "near_tie_nmse_pct_max"]] = Field(
-        min_length=1)
+    limits: list[Literal["ppl_rel_diff_pct_max", "cosine_min", "kl_max"]] = Field(min_length=1)
 
     @field_validator("limits")
     @classmethod
@@ -168,10 +164,6 @@ class QACheck(FrozenModel):
     # text consistency's verdict: at least this many greedy answers identical to the reference's (default:
     # every one; the report fixed no threshold, and a lower one needs a reason that is not this build's result)
     text_exact_min: int | None = Field(default=None, ge=1)
-    # a text that parts from the reference at a near-tie counts as identical only where the engine's error there
-    # is within this normalized MSE (%)
-    near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
-
     @property
     def exact_min(self) -> int:
         return len(self.items) if self.text_exact_min is None else self.text_exact_min
@@ -190,8 +182,6 @@ class GSMCheck(FrozenModel):
 class GreedyThresholds(FrozenModel):
     first_token_pct_min: float = Field(default=100.0, ge=0, le=100)
     mean_match_pct_min: float = Field(default=90.0, ge=0, le=100)
-    # a split at a near-tie is rounding only where the engine's error there is within this normalized MSE (%)
-    near_tie_nmse_pct_max: float = Field(default=1.0, gt=0)
 
 
 class GreedyCheck(FrozenModel):
@@ -202,7 +192,17 @@ class GreedyCheck(FrozenModel):
     thresholds: GreedyThresholds = GreedyThresholds()
 
 
+class Splits(FrozenModel):
+    """When a split is bf16 rounding, for every check of the card (``measure.metrics.SplitRule``): the derivation of
+    ``results/methods/bf16-floor-<record>.json`` (tests/test_floor.py).  A card without it excuses no split."""
+
+    err_max: float = Field(ge=0)  # nats: the largest error rounding made on a contending pair
+    rate_pct_max: float = Field(ge=0, le=100)  # % of positions: the near-tie rate's 95 % upper bound
+    record: str
+
+
 class Accuracy(FrozenModel):
+    splits: Splits | None = None
     logits: LogitsCheck | None = None
     consistency: ConsistencyCheck | None = None
     qa: QACheck | None = None

@@ -31,7 +31,11 @@ from ..inputs.weights import STANDIN_VERDICT
 # whose source is part of checks.controls.check_digest): stored in English, translated where shown (Verdict).
 VERDICT_METRICS = (N_("top-1 agreement, all positions"), N_("perplexity relative difference"),
                    N_("logits cosine (full vocabulary)"), N_("KL divergence (nats)"), N_("first-token agreement"),
-                   N_("mean match rate"), N_("identical greedy outputs"))
+                   N_("mean match rate"), N_("identical greedy outputs"),
+                   N_("top-1 agreement, all positions, excused near-ties counted as agreeing"),
+                   N_("first-token agreement, excused near-ties counted as agreeing"),
+                   N_("mean match rate, excused near-ties counted as matching"),
+                   N_("greedy outputs identical, or parted only at an excused near-tie"))
 # what a verdict's split lines are called: metrics.split_checks
 
 
@@ -61,6 +65,7 @@ class ConsistencyReport:
     positions: list[int]
     per_position_logprob_diff: list[float] = field(repr=False)
     thresholds: dict = field(default_factory=dict)
+    rule: metrics.SplitRule | None = None  # the card's split rule (accuracy.splits); None: no split is excused
     real_weights: bool = False
     compared_as: str = "logits"
     # per position: metrics.position_error(...) plus "position" (index of the predicted token)
@@ -69,12 +74,7 @@ class ConsistencyReport:
     @property
     def decisive(self) -> dict:
         """``metrics.decisive_top1`` over the positions (top-1 on decisive positions beside the plain figure)."""
-        return metrics.decisive_top1(self.per_position, self.bound)
-
-    @property
-    def bound(self) -> float:
-        """The normalized MSE (%) within which a flip at a near-tie is rounding (the card's, or the default)."""
-        return float(self.thresholds.get("near_tie_nmse_pct_max") or metrics.NEAR_TIE_NMSE_PCT_MAX)
+        return metrics.decisive_top1(self.per_position, self.rule)
 
     @property
     def ppl_rel_diff_pct(self) -> float:
@@ -91,19 +91,20 @@ class ConsistencyReport:
     def verdict(self) -> Verdict:
         t = self.thresholds
         checks = [
-            ("top-1 agreement, all positions", f"{self.top1_pct:.2f} %", f"> {t['top1_pct_min']} %",
+            ("top-1 agreement, all positions, excused near-ties counted as agreeing",
+             f"{self.top1_pct:.2f} % ({self.decisive['top1_strict_pct']:.2f} % strict)", f"> {t['top1_pct_min']} %",
              self.top1_pct > t["top1_pct_min"]),
             ("perplexity relative difference", f"{self.ppl_rel_diff_pct:.4f} %", f"< {t['ppl_rel_diff_pct_max']} %",
              self.ppl_rel_diff_pct < t["ppl_rel_diff_pct_max"]),
             ("logits cosine (full vocabulary)", fmt(self.cosine, 7), f"> {t['cosine_min']}", self.cosine > t["cosine_min"]),
             ("KL divergence (nats)", fmt(self.kl_nats), f"< {t['kl_max']}", self.kl_nats < t["kl_max"]),
-            *metrics.split_checks(self.decisive["flip_kinds"], self.bound),
+            *metrics.split_checks(self.decisive["flip_kinds"], self.rule, len(self.per_position)),
         ]
         return Verdict(checks, _caveat(self.real_weights))
 
 
 def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_size: int,
-                        real_weights: bool) -> ConsistencyReport:
+                        real_weights: bool, rule: metrics.SplitRule | None = None) -> ConsistencyReport:
     """Every position of ``check.text``: the engine's full-vocabulary logits for each prefix
     (one request per position; the engine returns the whole vocabulary only for the position
     after a prompt) against the reference's single forward pass."""
@@ -123,7 +124,7 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
     eng_lp, ref_lp = np.array(eng_lp), np.array(ref_lp)
     return ConsistencyReport(
         num_tokens=len(ids),
-        top1_pct=metrics.decisive_top1(rows, check.thresholds.near_tie_nmse_pct_max)["top1_pct"],
+        top1_pct=metrics.decisive_top1(rows, rule)["top1_pct"], rule=rule,
         ppl_engine=float(np.exp(-eng_lp.mean())), ppl_reference=float(np.exp(-ref_lp.mean())),
         cosine=float(np.mean([r["cosine"] for r in rows])), kl_nats=float(np.mean([r["kl_nats"] for r in rows])),
         positions=ends, per_position_logprob_diff=(eng_lp - ref_lp).tolist(),
@@ -218,14 +219,20 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
     return rows
 
 
-def split_kinds(rows: list[TextRow], nmse_pct_max: float) -> list[str | None]:
+def judged_positions(rows: list[TextRow]) -> int:
+    """The positions a set of greedy rows judges: each row's up to and including its first divergence (after a
+    split the two sides continue different prefixes), or all of the reference's tokens."""
+    return sum(len(r.reference_ids) if r.first_divergence is None else r.first_divergence + 1 for r in rows)
+
+
+def split_kinds(rows: list[TextRow], rule: metrics.SplitRule | None) -> list[str | None]:
     """Per row: None where engine and reference agree to the end, else :func:`metrics.split_kind` of its first
     divergence (a row measured without errors cannot excuse a split)."""
-    return [None if r.first_divergence is None else metrics.split_kind(r.error_at_divergence, nmse_pct_max)
+    return [None if r.first_divergence is None else metrics.split_kind(r.error_at_divergence, rule)
             for r in rows]
 
 
-def greedy_summary(rows: list[TextRow], nmse_pct_max: float = metrics.NEAR_TIE_NMSE_PCT_MAX) -> dict:
+def greedy_summary(rows: list[TextRow], rule: metrics.SplitRule | None = None) -> dict:
     """``{"prompts", "first_token_agreement_pct", "mean_match_rate_pct", "exact", "divergences",
     "divergences_at_decisive", "strict_first_token_agreement_pct", "strict_mean_match_rate_pct", **split_counts}``.
 
@@ -236,7 +243,7 @@ def greedy_summary(rows: list[TextRow], nmse_pct_max: float = metrics.NEAR_TIE_N
     the reference's margin exceeded the engine's error (None where some row was measured without errors)."""
     if not rows:
         raise ValueError("no rows")
-    kinds = split_kinds(rows, nmse_pct_max)
+    kinds = split_kinds(rows, rule)
     div = [r for r in rows if r.first_divergence is not None]
     measured = all(r.error_at_divergence is not None for r in div if r.first_divergence < len(r.reference_ids))
     rates = [metrics.sequence_match(r.engine_ids, r.reference_ids)["match_rate"] for r in rows]
@@ -248,8 +255,9 @@ def greedy_summary(rows: list[TextRow], nmse_pct_max: float = metrics.NEAR_TIE_N
             "strict_first_token_agreement_pct": 100.0 * sum(r.first_token_same for r in rows) / len(rows),
             "strict_mean_match_rate_pct": 100.0 * float(np.mean(rates)),
             "exact": sum(r.exact for r in rows), "divergences": len(div),
-            "divergences_at_decisive": (sum(bool(r.error_at_divergence and r.error_at_divergence["decisive"])
-                                            for r in div) if measured else None),
+            "divergences_at_decisive": sum(k == "decisive" for k in kinds) if measured else None,
+            "excused": sum(k is not None and metrics.excused(k) for k in kinds),
+            "positions": judged_positions(rows),
             **metrics.split_counts([k for k in kinds if k is not None])}
 
 
@@ -258,28 +266,30 @@ def _caveat(real_weights: bool) -> str:
 
 
 def greedy_verdict(rows: list[TextRow], *, first_token_pct_min: float, mean_match_pct_min: float,
-                   near_tie_nmse_pct_max: float = metrics.NEAR_TIE_NMSE_PCT_MAX,
-                   real_weights: bool = False) -> Verdict:
-    """PASS when first-token agreement and the mean match rate (near-tie splits excused: :func:`greedy_summary`)
-    reach their thresholds, no split is at a decisive position, and every near-tie split's error is within
-    ``near_tie_nmse_pct_max``."""
-    s = greedy_summary(rows, near_tie_nmse_pct_max)
-    kinds = [k for k in split_kinds(rows, near_tie_nmse_pct_max) if k is not None]
+                   rule: metrics.SplitRule | None = None, real_weights: bool = False) -> Verdict:
+    """PASS when first-token agreement and the mean match rate (near-tie splits excused, and labelled so:
+    :func:`greedy_summary`) reach their thresholds, and the splits pass :func:`metrics.split_checks`."""
+    s = greedy_summary(rows, rule)
+    kinds = [k for k in split_kinds(rows, rule) if k is not None]
     return Verdict([
-        ("first-token agreement", f"{s['first_token_agreement_pct']:.1f} %", f">= {first_token_pct_min} %",
-         s["first_token_agreement_pct"] >= first_token_pct_min),
-        ("mean match rate", f"{s['mean_match_rate_pct']:.1f} %", f">= {mean_match_pct_min} %",
-         s["mean_match_rate_pct"] >= mean_match_pct_min),
-        *metrics.split_checks(kinds, near_tie_nmse_pct_max),
+        ("first-token agreement, excused near-ties counted as agreeing",
+         f"{s['first_token_agreement_pct']:.1f} % ({s['strict_first_token_agreement_pct']:.1f} % strict)",
+         f">= {first_token_pct_min} %", s["first_token_agreement_pct"] >= first_token_pct_min),
+        ("mean match rate, excused near-ties counted as matching",
+         f"{s['mean_match_rate_pct']:.1f} % ({s['strict_mean_match_rate_pct']:.1f} % strict)",
+         f">= {mean_match_pct_min} %", s["mean_match_rate_pct"] >= mean_match_pct_min),
+        *metrics.split_checks(kinds, rule, s["positions"]),
     ], _caveat(real_weights))
 
 
-def text_verdict(rows: list[TextRow], *, exact_min: int,
-                 near_tie_nmse_pct_max: float = metrics.NEAR_TIE_NMSE_PCT_MAX, real_weights: bool = False) -> Verdict:
+def text_verdict(rows: list[TextRow], *, exact_min: int, rule: metrics.SplitRule | None = None,
+                 real_weights: bool = False) -> Verdict:
     """PASS when at least ``exact_min`` of the greedy texts are identical to the reference's or part from it only
-    at a near-tie within the bound, and no text parts at a decisive position."""
-    kinds = split_kinds(rows, near_tie_nmse_pct_max)
-    same = sum(k is None or metrics.excused(k) for k in kinds)
-    return Verdict([("identical greedy outputs", f"{same} / {len(rows)}", f">= {exact_min}", same >= exact_min),
-                    *metrics.split_checks([k for k in kinds if k is not None], near_tie_nmse_pct_max)],
+    at an excused near-tie (each counted apart), and the splits pass :func:`metrics.split_checks`."""
+    kinds = split_kinds(rows, rule)
+    same = sum(k is None for k in kinds)
+    near = sum(k is not None and metrics.excused(k) for k in kinds)
+    return Verdict([("greedy outputs identical, or parted only at an excused near-tie",
+                     f"{same} + {near} / {len(rows)}", f">= {exact_min}", same + near >= exact_min),
+                    *metrics.split_checks([k for k in kinds if k is not None], rule, judged_positions(rows))],
                    _caveat(real_weights))

@@ -8,10 +8,14 @@ are not the texts the check judges.  That is bf16 arithmetic by another implemen
 engine under test, so no engine, right or wrong, can move its own limit.
 
 :func:`measure_floor` gives per text the mean cosine and mean KL over its positions and the text's perplexity difference
-(the quantities the forward-consistency check judges) and the largest per-position normalized MSE (what a near-tie
-must stay within); :func:`derive` turns the worst of each into limits, :data:`FACTOR` times the floor
-(room for another implementation's accumulation order and fused kernels, far below a fault: the
-negative controls on the methods page give the levels at which each check fails).
+(the quantities the forward-consistency check judges), the largest error on a contending pair and the top-1 flips
+(what a split must stay within, and how often rounding splits: ``metrics.SplitRule``), on plain texts and on chat
+answers (the chat template and the reference's own greedy answer: the positions the chat checks judge).
+:func:`derive` turns the worst of each into limits: :data:`FACTOR` times the floor for the averaged checks (room for
+another implementation's accumulation order and fused kernels, far below a fault: the negative controls on the
+methods page give the levels at which each check fails); for splits, the calibration's largest pair error itself
+and the 95 % upper bound of its flip rate (no factor: a maximum over hundreds of positions and a confidence bound
+already hold the room).
 """
 
 from __future__ import annotations
@@ -32,12 +36,21 @@ TEXTS = (
     "A train left the station at nine in the morning and reached the city two hours later.",
     "def square(x):\n    return x * x\n\nprint(square(4))",
 )
+# Calibration chat requests (sent through the chat template, answered by the fp32 reference), none a card's prompt.
+CHAT_TEXTS = (
+    "Tell me about the history of bread.",
+    "How do bicycles stay upright?",
+    "Describe a rainy afternoon in a small town.",
+    "What should I pack for a weekend hike?",
+    "Explain how a refrigerator keeps food cold.",
+)
+CHAT_TOKENS = 48  # the reference's answer to each: the positions a chat check judges
 
 
-def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict]:
-    """Per text: ``{"text", "positions", "ppl_rel_diff_pct", "mean_cosine", "mean_kl_nats", "max_nmse_pct",
-    "flips"}`` of
-    transformers bf16 against transformers fp32 on the checkpoint at ``path``, every position."""
+def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS, chats: tuple[str, ...] = CHAT_TEXTS) -> list[dict]:
+    """Per text: ``{"text", "chat", "positions", "ppl_rel_diff_pct", "mean_cosine", "mean_kl_nats", "max_nmse_pct",
+    "max_pair_err", "flips"}`` of transformers bf16 against transformers fp32 on the checkpoint at ``path``: every
+    position of each plain text; each chat request's answer positions (the fp32 reference's greedy answer)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -46,21 +59,30 @@ def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS) -> list[dict
     bf16 = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16).eval()
     out = []
     try:
-        for text in texts:
+        for text, chat in [(t, False) for t in texts] + [(t, True) for t in chats]:
             ids = torch.tensor([reference.tokenize(path, text)])
+            start = 0
+            if chat:
+                prompt = reference.chat_ids(path, text)
+                start = len(prompt) - 1
+                with torch.inference_mode():
+                    ids = fp32.generate(torch.tensor([prompt]), max_new_tokens=CHAT_TOKENS, do_sample=False,
+                                        pad_token_id=0)
             with torch.inference_mode():
-                ref = fp32(ids).logits[0].double().numpy()
-                eng = bf16(ids).logits[0].float().double().numpy()
+                ref = fp32(ids).logits[0, start:].double().numpy()
+                eng = bf16(ids).logits[0, start:].float().double().numpy()
+            ids = ids[:, start:]
             rows = [metrics.compare_logits(e, r, "logits") for e, r in zip(eng, ref)]
             nxt = ids[0, 1:].tolist()  # the text's own next tokens: its perplexity under each side
             lp_e = [metrics.log_softmax(e)[t] for e, t in zip(eng, nxt)]
             lp_r = [metrics.log_softmax(r)[t] for r, t in zip(ref, nxt)]
             ppl_e, ppl_r = float(np.exp(-np.mean(lp_e))), float(np.exp(-np.mean(lp_r)))
-            out.append({"text": text, "positions": len(rows),
+            out.append({"text": text, "chat": chat, "positions": len(rows),
                         "ppl_rel_diff_pct": 100 * abs(ppl_e - ppl_r) / ppl_r,
                         "mean_cosine": float(np.mean([r["cosine"] for r in rows])),
                         "mean_kl_nats": float(np.mean([r["kl_nats"] for r in rows])),
                         "max_nmse_pct": float(max(r["nmse_pct"] for r in rows)),
+                        "max_pair_err": float(max(r["pair_err"] for r in rows)),
                         "flips": int(sum(1 - r["top1_match"] for r in rows))})
     finally:
         del bf16
@@ -81,14 +103,18 @@ def _round_down(x: float, digits: int) -> float:
 
 
 def derive(floor: list[dict], factor: float = FACTOR) -> dict:
-    """The logits limits from a measured floor: ``ppl_rel_diff_pct_max`` = factor x the worst perplexity difference,
-    ``cosine_min`` = 1 - factor x (1 - worst mean cosine), ``kl_max`` = factor x worst mean KL,
-    ``near_tie_nmse_pct_max`` = factor x worst per-position nMSE (each rounded to two significant digits of the
-    allowed error, looser side)."""
-    if not floor:
+    """The logits limits from a measured floor.  From the plain texts (the kind the forward-consistency check
+    judges): ``ppl_rel_diff_pct_max`` = factor x the worst perplexity difference, ``cosine_min`` = 1 - factor x
+    (1 - worst mean cosine), ``kl_max`` = factor x worst mean KL (each rounded to two significant digits of the
+    allowed error, looser side).  From every text, plain and chat: ``split_err_max`` = the largest pair error,
+    ``split_rate_pct_max`` = the 95 % upper bound of the flip rate over every position (metrics.SplitRule)."""
+    plain = [f for f in floor if not f.get("chat")]
+    if not plain:
         raise ValueError("no floor measured")
-    gap = 1.0 - min(f["mean_cosine"] for f in floor)
-    return {"ppl_rel_diff_pct_max": _round_up(factor * max(f["ppl_rel_diff_pct"] for f in floor)),
+    gap = 1.0 - min(f["mean_cosine"] for f in plain)
+    return {"ppl_rel_diff_pct_max": _round_up(factor * max(f["ppl_rel_diff_pct"] for f in plain)),
             "cosine_min": _round_down(1.0 - _round_up(factor * gap), 5),
-            "kl_max": _round_up(factor * max(f["mean_kl_nats"] for f in floor)),
-            "near_tie_nmse_pct_max": _round_up(factor * max(f["max_nmse_pct"] for f in floor))}
+            "kl_max": _round_up(factor * max(f["mean_kl_nats"] for f in plain)),
+            "split_err_max": _round_up(max(f["max_pair_err"] for f in floor)),
+            "split_rate_pct_max": _round_up(metrics.rate_upper_pct(sum(f["flips"] for f in floor),
+                                                                   sum(f["positions"] for f in floor)))}

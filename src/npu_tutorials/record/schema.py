@@ -222,10 +222,14 @@ class PositionError(StrictModel):
     reference_top2_margin: float
     max_abs_err: float
     err_spread: float = Field(description="max - min of engine - reference over the vocabulary")
-    decisive: bool = Field(description="the margin exceeds the engine's error: a flip here would be a fault")
+    decisive: bool = Field(description="the margin exceeds the engine's largest error here (descriptive)")
     kl_nats: float
-    nmse_pct: float | None = Field(None, description="normalized MSE (%) at this position: a flip at a near-tie "
-                                                     "is rounding only where it is within the check's bound")
+    nmse_pct: float | None = Field(None, description="normalized MSE (%) at this position")
+    contender: int | None = Field(None, description="the engine's choice where it differs from the reference's top-1, "
+                                                    "else the reference's top-2")
+    pair_margin: float | None = Field(None, description="the reference's lead of its top-1 over the contender")
+    pair_err: float | None = Field(None, description="how far the engine moved that lead: a split is rounding only "
+                                                     "within the card's split rule (metrics.split_kind)")
     compared_as: str = Field(description="'logits' or 'logprobs' (the form the engine returned)")
 
 
@@ -246,6 +250,11 @@ class LogitsRow(StrictModel):
     reference_top1: int
     reference_top2_margin: float
     decisive: bool | None = Field(None, description="the reference's top-1/top-2 margin exceeds the error here")
+    contender: int | None = Field(None, description="the engine's choice where it differs from the reference's top-1, "
+                                                    "else the reference's top-2")
+    pair_margin: float | None = Field(None, description="the reference's lead of its top-1 over the contender")
+    pair_err: float | None = Field(None, description="how far the engine moved that lead: a split is rounding only "
+                                                     "within the card's split rule (metrics.split_kind)")
     compared_as: str = "logits"
 
 

@@ -20,9 +20,9 @@ def _checks(verdict) -> list[Check]:
     return [Check(metric=m, measured=v, threshold=t, passed=bool(ok)) for m, v, t, ok in verdict.checks]
 
 
-def _text_rows(rows, bound: float, chat: bool | None = None) -> list[TextRow]:
+def _text_rows(rows, rule, chat: bool | None = None) -> list[TextRow]:
     out = []
-    for r, kind in zip(rows, consistency.split_kinds(rows, bound)):
+    for r, kind in zip(rows, consistency.split_kinds(rows, rule)):
         d = r.to_dict()
         out.append(TextRow(prompt=d["prompt"], engine_text=d["engine_text"], reference_text=d["reference_text"],
                            engine_ids=d["engine_ids"], reference_ids=d["reference_ids"], exact=d["exact"],
@@ -40,16 +40,6 @@ FUNCTIONAL_GREEDY_TOKENS = 48
 def _subsample(x: np.ndarray, n: int = 4000) -> list[float]:
     step = max(1, x.size // n)
     return [round(float(v), 5) for v in x[::step]]
-
-
-def _near_tie_bound(a) -> float:
-    """The bound a split's error must stay within to be a near-tie, for a request no check of the card judges
-    (the functional one): the card's greedy, else its QA, else its consistency bound, else the default."""
-    for bound in (a.greedy and a.greedy.thresholds.near_tie_nmse_pct_max, a.qa and a.qa.near_tie_nmse_pct_max,
-                  a.consistency and a.consistency.thresholds.near_tie_nmse_pct_max):
-        if bound:
-            return bound
-    return metrics.NEAR_TIE_NMSE_PCT_MAX
 
 
 class AccuracySteps:
@@ -77,7 +67,8 @@ class AccuracySteps:
             raise TutorialError(f"cards/{self.s.card.key}.yaml has no accuracy.logits section")
         with self.s.step(f"logits agreement ({len(check.prompts)} prompts, fp32 reference)"):
             rep = accuracy.logits_agreement(self.s.servers.ensure("accuracy"), self.s.model,
-                                            self.s.serve_path, check, self.s.card.vocab_size, self.s.real)
+                                            self.s.serve_path, check, self.s.card.vocab_size, self.s.real,
+                                            self.s.card.accuracy.splits)
         counts, edges = np.histogram(rep.errors, bins=120)
         eng, ref = rep.sample
         verdict = rep.verdict()
@@ -94,7 +85,8 @@ class AccuracySteps:
         check = self.s.card.accuracy.consistency
         with self.s.step("forward consistency (every position)"):
             rep = consistency.forward_consistency(self.s.servers.ensure("accuracy"), self.s.model,
-                                                  self.s.serve_path, check, self.s.card.vocab_size, self.s.real)
+                                                  self.s.serve_path, check, self.s.card.vocab_size, self.s.real,
+                                                  self.s.card.accuracy.splits)
         d, verdict = rep.to_dict(), rep.verdict()
         out = ForwardConsistency(num_tokens=d["num_tokens"], positions=d["positions"], top1_pct=d["top1_pct"],
                                  top1_decisive_pct=d.get("top1_decisive_pct"),
@@ -128,7 +120,7 @@ class AccuracySteps:
         with self.s.step(f"functional request, greedy, engine beside the fp32 reference ({n} tokens)"):
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, [f.prompt], n, chat=chat,
                                                 stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
-        row = _text_rows(rows, _near_tie_bound(self.s.card.accuracy), chat)[0]
+        row = _text_rows(rows, self.s.card.accuracy.splits, chat)[0]
         return f.model_copy(update={"greedy": row, "greedy_engine_dtype": self.s.servers.dtype, "greedy_tokens": n})
 
     def text_consistency(self) -> TextAgreement:
@@ -138,9 +130,9 @@ class AccuracySteps:
             rows = consistency.text_consistency(self.s.servers.ensure("accuracy"), self.s.model,
                                                 self.s.serve_path, [i.prompt for i in qa.items], qa.max_tokens,
                                                 chat=True, stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
-        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, near_tie_nmse_pct_max=qa.near_tie_nmse_pct_max,
-                                           real_weights=self.s.real)
-        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows, qa.near_tie_nmse_pct_max),
+        rule = self.s.card.accuracy.splits
+        verdict = consistency.text_verdict(rows, exact_min=qa.exact_min, rule=rule, real_weights=self.s.real)
+        out = TextAgreement(num_tokens=qa.max_tokens, chat=True, rows=_text_rows(rows, rule),
                             checks=_checks(verdict),
                             passed=verdict.passed, engine_dtype=self.s.accuracy_dtype)
         return out
@@ -204,8 +196,9 @@ class AccuracySteps:
                                                 chat=False, vocab_size=self.s.card.vocab_size)
             chat = consistency.text_consistency(srv, self.s.model, self.s.serve_path, g.chat_prompts, g.num_tokens,
                                                 chat=True, vocab_size=self.s.card.vocab_size) if g.chat_prompts else []
-        verdict = consistency.greedy_verdict(rows + chat, **g.thresholds.model_dump(), real_weights=self.s.real)
-        bound = g.thresholds.near_tie_nmse_pct_max
+        bound = self.s.card.accuracy.splits
+        verdict = consistency.greedy_verdict(rows + chat, **g.thresholds.model_dump(), rule=bound,
+                                             real_weights=self.s.real)
         out = TextAgreement(num_tokens=g.num_tokens, chat=False,
                             rows=_text_rows(rows, bound, False if chat else None) + _text_rows(chat, bound, True),
                             checks=_checks(verdict),

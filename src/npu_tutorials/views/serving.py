@@ -22,6 +22,10 @@ def parting(g) -> str:
     kind = _(SPLIT_KINDS[g.split]) if g.split else "?"
     if e is None:
         return _("at token {index}: {kind}", index=g.first_divergence, kind=kind)
+    if e.pair_err is not None:
+        return _("at token {index}: {kind} (the reference led its token by {margin} nats over the engine's; the engine "
+                 "moved that lead by {err} nats)", index=g.first_divergence, kind=kind, margin=fmt(e.pair_margin, 3),
+                 err=fmt(e.pair_err, 3))
     return _("at token {index}: {kind} (the reference's top-1/top-2 gap {margin} nats, the engine's largest error "
              "there {err} nats)", index=g.first_divergence, kind=kind, margin=fmt(e.reference_top2_margin, 3),
              err=fmt(e.max_abs_err, 3))
