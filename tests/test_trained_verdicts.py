@@ -73,25 +73,57 @@ def test_greedy_and_text_verdicts_pass_a_right_engine_at_near_ties_and_fail_a_wr
     def greedy(engine):
         rows = consistency.text_consistency(engine, "m", path, prompts, n, chat=False, vocab_size=card.vocab_size)
         rows += consistency.text_consistency(engine, "m", path, chats, n, chat=True, vocab_size=card.vocab_size)
-        return rows, consistency.greedy_verdict(rows, **g.thresholds.model_dump())
+        return rows, consistency.greedy_verdict(rows, **g.thresholds.model_dump(), rule=card.accuracy.splits)
 
     rows, ok = greedy(right)
     assert ok.passed, ok
-    s = consistency.greedy_summary(rows, g.thresholds.near_tie_nmse_pct_max)
+    s = consistency.greedy_summary(rows, card.accuracy.splits)
     assert s["decisive_splits"] == 0
     bad_rows, bad = greedy(wrong)
     assert not bad.passed, bad
     text = consistency.text_consistency(wrong, "m", path, [i.prompt for i in qa.items[:3]], 12, chat=True,
                                         vocab_size=card.vocab_size)
-    assert not consistency.text_verdict(text, exact_min=3, near_tie_nmse_pct_max=qa.near_tie_nmse_pct_max).passed
+    assert not consistency.text_verdict(text, exact_min=3, rule=card.accuracy.splits).passed
 
 
 def test_logits_and_forward_consistency_verdicts_pass_the_right_engine_and_fail_the_wrong_one(trained):
     card, path, right, wrong = trained
     a = card.accuracy
-    assert accuracy.logits_agreement(right, "m", path, a.logits, card.vocab_size, True).verdict().passed
-    assert not accuracy.logits_agreement(wrong, "m", path, a.logits, card.vocab_size, True).verdict().passed
-    ok = consistency.forward_consistency(right, "m", path, a.consistency, card.vocab_size, True).verdict()
+    assert accuracy.logits_agreement(right, "m", path, a.logits, card.vocab_size, True, a.splits).verdict().passed
+    assert not accuracy.logits_agreement(wrong, "m", path, a.logits, card.vocab_size, True, a.splits).verdict().passed
+    ok = consistency.forward_consistency(right, "m", path, a.consistency, card.vocab_size, True, a.splits).verdict()
     assert ok.passed, ok
-    bad = consistency.forward_consistency(wrong, "m", path, a.consistency, card.vocab_size, True).verdict()
+    bad = consistency.forward_consistency(wrong, "m", path, a.consistency, card.vocab_size, True, a.splits).verdict()
     assert not bad.passed, bad
+
+
+def _misread(path, **config):
+    """The same weights with one config value misread, as vLLM's ``--hf-overrides`` makes the engine read it while
+    the fp32 reference keeps the true config (an engine-only fault)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.from_pretrained(str(path))
+    for k, v in config.items():
+        setattr(cfg, k, v)
+    return TransformersEngine(AutoModelForCausalLM.from_pretrained(str(path), config=cfg, dtype=torch.bfloat16).eval())
+
+
+@pytest.mark.parametrize("fault", [
+    {"rope_theta": 10000.0, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},  # 100,000 in truth
+    {"rms_norm_eps": 1e-2},  # 1e-5 in truth
+])
+def test_an_engine_that_misreads_the_config_fails_greedy_though_every_split_looks_like_a_near_tie(trained, fault):
+    """The faults the old rule excused (issue 54: 10 of 12 plain rows parted, every one a "near-tie" by the engine's
+    own error): judged on the contending pair and by the count of near-ties, greedy FAILs."""
+    card, path, _, _ = trained
+    g = card.accuracy.greedy
+    engine = _misread(path, **fault)
+    rows = consistency.text_consistency(engine, "m", path, g.prompts[:6], 12, chat=False, vocab_size=card.vocab_size)
+    rows += consistency.text_consistency(engine, "m", path, g.chat_prompts[:3], 12, chat=True,
+                                         vocab_size=card.vocab_size)
+    v = consistency.greedy_verdict(rows, **g.thresholds.model_dump(), rule=card.accuracy.splits)
+    assert not v.passed, v
+    failed = {c[0] for c in v.checks if not c[3]}
+    assert failed & {"splits at decisive positions", "near-tie splits with the pair error within the bound",
+                     "near-tie splits per judged position"}, v
