@@ -294,6 +294,28 @@ def test_accuracy_is_gated_as_numbers_and_a_missing_check_or_figure_fails():
                for line in gate(nobench, [make_doc()], CARD).regressions)
 
 
+def test_the_gate_reads_split_lines_as_counts_and_old_labels_under_their_names_now():
+    """Fewer near-ties is not a regression (a split line's count is not a margin to a pair-error bound); a verdict
+    line recorded under its name before the split rule is matched under its name now, not reported missing."""
+    from npu_tutorials.checks.gate import _margin, accuracy_regressions
+    from npu_tutorials.record.schema import Check
+
+    assert _margin("2 / 2", "nMSE < 6.8 %") is None and _margin("1 / 3", "pair error <= 0.38 nats") is None
+    assert _margin("0", "= 0") is None
+    assert _margin("3 / 120", "<= 8 (rounding: 5.8 %)") == 5.0
+    assert _margin("100.0 % (94.1 % strict)", ">= 99.0 %") == 1.0
+    assert _margin("6 + 3 / 10", ">= 9") == 0.0 and _margin("0.0927 %", "< 1.0 %") == 0.9073
+    base, now = make_doc(), make_doc()
+    base.results.logits_agreement.checks.append(Check(metric="top-1 agreement", measured="100.0 %",
+                                                      threshold=">= 100.0 %", passed=True))
+    now.results.logits_agreement.checks.append(Check(
+        metric="top-1 agreement, excused near-ties counted as agreeing", measured="100.0 % (100.0 % strict)",
+        threshold=">= 100.0 %", passed=True))
+    assert accuracy_regressions(now, base) == []
+    now.results.logits_agreement.checks[-1].passed = False
+    assert any("top-1 agreement" in line and "fails now" in line for line in accuracy_regressions(now, base))
+
+
 def test_an_unreadable_recorded_file_fails_the_gate():
     g = gate(make_doc(), [make_doc()], CARD, errors=["results/qwen2.5-0.5b/x.json: schema: bad"])
     assert g.regressions == ["qwen2.5-0.5b: results/qwen2.5-0.5b/x.json: schema: bad"]

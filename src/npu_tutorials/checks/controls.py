@@ -33,8 +33,8 @@ from ..inputs.cards import known_models, load_card
 from ..measure import metrics, reference
 
 MARKER = "PERTURBED.json"
-# relative RMS of the perturbation of every tensor of one family
-LADDER = (1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0)
+# relative RMS of the perturbation of every tensor of one family: steps of about 3x
+LADDER = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0)
 CHECKS = ("logits", "consistency", "greedy", "text")
 
 
@@ -266,6 +266,35 @@ def first_failures(baseline: dict, rungs: list[dict]) -> tuple[dict, dict]:
     return checks, metrics_
 
 
+def config_faults(config: dict) -> dict[str, dict]:
+    """Engine-only faults: config values an engine could misread, each as the ``--hf-overrides`` that makes vLLM
+    read it so while the fp32 reference keeps the true config: ``{name: override}`` for those ``config`` has."""
+    out: dict[str, dict] = {}
+    rope = config.get("rope_parameters") or (
+        {"rope_type": "default", "rope_theta": config["rope_theta"]} if config.get("rope_theta") else None)
+    if rope and rope.get("rope_theta"):
+        out["RoPE base / 10"] = {"rope_parameters": {**rope, "rope_theta": rope["rope_theta"] / 10}}
+        out["RoPE read as linear scaling x 2"] = {"rope_parameters": {**rope, "rope_type": "linear", "factor": 2.0}}
+    if config.get("rms_norm_eps"):
+        out["norm epsilon x 1000"] = {"rms_norm_eps": config["rms_norm_eps"] * 1000}
+    return out
+
+
+def run_engine_faults(serve: Callable[..., VLLMServer], right: Path, ref_path: Path, spec: ControlSpec, model: str,
+                      vocab_size: int, faults: dict[str, dict], log: Callable[[str], None] = print) -> dict:
+    """Each engine-only fault of ``faults`` (``{name: --hf-overrides}``, :func:`config_faults`): the right
+    checkpoint served with it (``serve(path, overrides)``), every check of ``spec``.  Returns ``{name:
+    {"override", "results": run_checks(...)}}``."""
+    out = {}
+    for name, override in faults.items():
+        with serve(right, override) as srv:
+            res = run_checks(srv, model, ref_path, spec, vocab_size)
+        out[name] = {"override": override, "results": res}
+        log(f"{name} ({json.dumps(override)}): " + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}"
+                                                            for c, r in res.items()))
+    return out
+
+
 def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path, spec: ControlSpec,
                model: str, vocab_size: int, workdir: Path, *, ladder: tuple[float, ...] = LADDER,
                families: tuple[str, ...] = tuple(FAMILIES), seed: int = 0,
@@ -314,6 +343,7 @@ def _check_code() -> list:
     return [metrics.compare_logits, metrics.topk_ids, metrics.top1, metrics.topk_agreement, metrics.agrees,
             metrics.decisive_top1, metrics.position_error, metrics.split_kind, metrics.excused,
             metrics.split_counts, metrics.split_checks, consistency.split_kinds, metrics.top2_margin, metrics.sequence_match,
+            metrics.near_tie_allowance, metrics.rate_upper_pct, consistency.judged_positions,
             metrics.normalized_mse_pct, metrics.cosine, metrics.kl_divergence, metrics.log_softmax,
             metrics.logsumexp, metrics.logits_form, metrics.comparable,
             accuracy.engine_last_logits, accuracy.one_form, accuracy.LogitsReport, accuracy.logits_agreement,

@@ -140,6 +140,24 @@ def _thresholds(spec: dict, check: str) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in t.items())
 
 
+def _engine_faults(faults: dict) -> list[str]:
+    """The engine-only faults of a real-weights control run: each check's verdict, and the lines that failed."""
+    if not faults:
+        return []
+    checks = list(next(iter(faults.values()))["results"])
+    out = ["Engine-only faults (the right weights, served with vLLM's `--hf-overrides`; the fp32 reference keeps "
+           "the true config):", "", "| fault | override | " + " | ".join(CHECK_NAMES.get(c, c) for c in checks)
+           + " |", "|---|---|" + "---|" * len(checks)]
+    for name, f in faults.items():
+        cells = []
+        for c in checks:
+            r = f["results"].get(c)
+            failed = [m["metric"] for m in r["checks"] if not m["passed"]] if r else []
+            cells.append("–" if r is None else ("PASS" if r["passed"] else "FAIL: " + "; ".join(failed)))
+        out.append(f"| {name} | `{json.dumps(f['override'])}` | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def negative_controls_markdown() -> str:
     records = control_records()
     if not records:
@@ -171,6 +189,7 @@ def negative_controls_markdown() -> str:
         out.append(f"Faults no rung up to rel {top:g} made a check fail: {'; '.join(blind)}." if blind else
                    f"Every check fails under a fault of every family, at the rel shown (ladder up to {top:g}).")
         out.append("")
+        out += _engine_faults(d.get("engine_faults") or {})
     return "\n".join(out)
 
 

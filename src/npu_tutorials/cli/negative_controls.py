@@ -2,6 +2,7 @@
 
   python scripts/negative_controls.py                       # every card, into results/methods/
   python scripts/negative_controls.py qwen2.5-0.5b --out-dir DIR [--families mlp,norms] [--ladder 0.1,1]
+  python scripts/negative_controls.py smollm2-135m-instruct --real --engine-override '{"rms_norm_eps": 0.001}'
 
 For each card: its tiny planted stand-in (the card's architecture shrunk to 2
 layers: Qwen2 with a tied head, first-generation QWen served through the
@@ -14,6 +15,11 @@ page uses), run against the fp32 reference of the RIGHT checkpoint.  Writes
 ``negative-controls-<card>.json`` per card: each family's first failing rel
 per check and per metric, every rung's figures, a digest of the check code and
 thresholds, and the provenance (date, commit, backend, dtype, vLLM version).
+
+With ``--real``, the record also holds the engine-only faults (``controls.config_faults``): the right
+checkpoint served with ``--hf-overrides`` that make vLLM misread one config value (the RoPE base, the RoPE
+scaling, the norm epsilon) while the fp32 reference keeps the true config.  ``--engine-override JSON`` runs
+only that fault of your own (no ladder, no record) and prints every check's verdict.
 """
 
 import argparse
@@ -45,7 +51,18 @@ def run() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the perturbation noise")
     ap.add_argument("--real", action="store_true", help="the card's real weights as the right checkpoint (a card "
                     "with packaged weights: every build has them), not its tiny planted stand-in")
+    ap.add_argument("--engine-override", action="append", default=[], metavar="JSON",
+                    help="serve the right checkpoint with vLLM's --hf-overrides JSON and print each check's verdict "
+                         "(repeatable; no ladder, no record)")
     a = ap.parse_args()
+    overrides = []
+    for text in a.engine_override:
+        try:
+            overrides.append(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise TutorialError(f"--engine-override {text!r} is not JSON: {exc.msg}") from None
+        if not isinstance(overrides[-1], dict):
+            raise TutorialError(f"--engine-override {text!r}: give a JSON object of config values")
 
     models = a.models or known_models()
     families = tuple(a.families.split(",")) if a.families else tuple(controls.FAMILIES)
@@ -78,18 +95,33 @@ def run() -> int:
         eos = gen.get("eos_token_id")
         stop_ids = eos if isinstance(eos, list) else ([eos] if eos is not None else None)
         spec = controls.spec_for_card(card, stop_ids)
-        def serve(path: Path, card=card, plat=plat, plan=plan) -> VLLMServer:
+        def serve(path: Path, override: dict | None = None, card=card, plat=plat, plan=plan) -> VLLMServer:
             port = free_port()
+            extra = (*accuracy.RAW_LOGITS_FLAGS, *(("--hf-overrides", json.dumps(override)) if override else ()))
             spec = plat.server_spec(card, plan, "accuracy", model=path, host="127.0.0.1", port=port,
-                                    extra=tuple(accuracy.RAW_LOGITS_FLAGS), native=False, in_process=True)
+                                    extra=extra, native=False, in_process=True)
             return VLLMServer(list(spec.argv), host="127.0.0.1", port=port, env=spec.environ, backend=backend,
                               log_path=Path(tempfile.gettempdir()) / f"negative-controls-{path.name}.log")
 
         print(f"{key}: the card's checks {', '.join(spec.checks)} on its {what}", flush=True)
+        log = lambda m: print("  " + m, flush=True)  # noqa: E731
+        if overrides:
+            faults = {f"override {i + 1}": o for i, o in enumerate(overrides)}
+            for name, r in controls.run_engine_faults(serve, right, right, spec, card.serve.served_model_name,
+                                                      card.vocab_size, faults, log).items():
+                for check, v in r["results"].items():
+                    print(f"  {name} {check}: {'PASS' if v['passed'] else 'FAIL'}", flush=True)
+                    for m in v["checks"]:
+                        print(f"    {'PASS' if m['passed'] else 'FAIL'}  {m['metric']}: {m['measured']} "
+                              f"(limit {m['threshold']})", flush=True)
+            continue
         with tempfile.TemporaryDirectory(prefix="negative-controls-") as work:
             res = controls.run_ladder(serve, right, right, spec, card.serve.served_model_name, card.vocab_size,
-                                      Path(work), ladder=ladder, families=families, seed=a.seed,
-                                      log=lambda m: print("  " + m, flush=True))
+                                      Path(work), ladder=ladder, families=families, seed=a.seed, log=log)
+        if a.real:
+            config = json.loads((right / "config.json").read_text())
+            res["engine_faults"] = controls.run_engine_faults(serve, right, right, spec, card.serve.served_model_name,
+                                                              card.vocab_size, controls.config_faults(config), log)
         doc = {
             "schema": 2,
             "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": backend,
