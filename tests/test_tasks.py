@@ -16,6 +16,11 @@ def test_qa_scoring():
     assert tasks.qa_correct("Water freezes at 0 °C.", ["0", "zero"]) and tasks.qa_correct("It is 0.", ["0"])
     assert not tasks.qa_correct("Australia", ["Au"]) and tasks.qa_correct("The symbol is Au.", ["Au"])
     assert tasks.qa_correct("1+1=2。", ["2", "二"]) and not tasks.qa_correct("12 months", ["2"])
+    # a negated or hedged answer is not an answer; the same word un-negated elsewhere is
+    assert not tasks.qa_correct("A banana is not yellow.", ["yellow"])
+    assert not tasks.qa_correct("It isn't Paris.", ["Paris"]) and not tasks.qa_correct("首都不是北京。", ["北京"])
+    assert not tasks.qa_correct("Maybe 7, I am not sure.", ["7", "seven"])
+    assert tasks.qa_correct("Not London: the capital is Paris.", ["Paris"])
     card = load_card("qwen-1_8b-chat")
     outs = ["北京", "1+1=3", "你好！", "一年有12个月", "土星"]
     table, correct = tasks.qa_table(card.accuracy.qa.items, outs, real_weights=False)

@@ -299,6 +299,14 @@ def rate_upper_pct(events: int, trials: int, alpha: float = 0.05) -> float:
     return 100.0 * hi
 
 
+def rate_interval_pct(events: int, trials: int, conf: float = 0.95) -> tuple[float, float]:
+    """The two-sided Clopper-Pearson ``conf`` interval of a rate (%), e.g. a score of ``events`` in ``trials``."""
+    alpha = (1 - conf) / 2
+    hi = 100.0 if events >= trials else rate_upper_pct(events, trials, alpha)
+    lo = 0.0 if events <= 0 else 100.0 - rate_upper_pct(trials - events, trials, alpha)
+    return lo, hi
+
+
 def split_checks(kinds: list[str], rule: SplitRule | None, positions: int) -> list[tuple[str, str, str, bool]]:
     """The three verdict lines every check with splits carries: no split is a fault (decisive, or unmeasured); no
     near-tie split moved its contending pair beyond ``rule.err_max``; and the near-tie splits are no more than

@@ -16,10 +16,25 @@ from ..core.tables import Table
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
+# An answer counts only where it is not negated or hedged just before it ("not yellow", "isn't Paris", "maybe 7",
+# "不是北京"): these words within the three words (English) or two characters (Chinese) before the match.
+NEGATIONS = ("not", "no", "never", "neither", "nor", "isn't", "aren't", "wasn't", "maybe", "perhaps", "possibly")
+NEGATIONS_ZH = ("不", "没", "非", "或许", "可能")
+
+
+def _negated(low: str, start: int) -> bool:
+    before = low[:start]
+    words = re.findall(r"[a-z']+", before)[-3:]
+    if any(w in NEGATIONS or w.endswith("n't") for w in words):
+        return True
+    return any(n in before[-3:] for n in NEGATIONS_ZH)
+
+
 def qa_correct(output: str, expected: list[str]) -> bool:
     """Correct when any expected answer occurs in the output (case-insensitive) as a whole: a number not as part
     of another number ("0" is not in "-18.0"), a word not inside another word ("Au" is not in "Australia"); an
-    answer in a script without word spaces (Chinese) as a substring."""
+    answer in a script without word spaces (Chinese) as a substring; and not negated or hedged just before it
+    (:data:`NEGATIONS`: "The banana is not yellow" does not answer "yellow")."""
     low = output.lower()
     for e in expected:
         e = e.lower().strip()
@@ -29,7 +44,7 @@ def qa_correct(output: str, expected: list[str]) -> bool:
             pattern = rf"(?<!\w){re.escape(e)}(?!\w)"
         else:
             pattern = re.escape(e)
-        if re.search(pattern, low):
+        if any(not _negated(low, m.start()) for m in re.finditer(pattern, low)):
             return True
     return False
 

@@ -6,7 +6,7 @@ from . import plots
 from ..core.messages import N_, _, gap, sentences
 from ..inputs.cards import load_card
 from ..measure.floor import FACTOR
-from ..measure.metrics import SPLIT_KINDS, agrees
+from ..measure.metrics import SPLIT_KINDS, agrees, rate_interval_pct
 from ..core.tables import Table, Verdict, fmt
 from .base import BaseViews
 
@@ -285,10 +285,14 @@ class TaskViews(BaseViews):
             t.columns += [_("reference output (fp32 CPU)"), _("reference result")]
             for row, r in zip(t.rows, s.rows):
                 row += [r.reference_output, _("correct") if r.reference_correct else _("wrong")]
+            differ = sum(r.correct != r.reference_correct for r in s.rows)
             t.caption += gap() + _("(fp32 reference: {correct} / {total}; {verdict})",
                                           correct=s.reference_correct, total=s.total,
-                                          verdict=_("the same score") if s.reference_correct == s.correct
-                                          else _("the scores differ"))
+                                          verdict=_("the same result on every question") if not differ
+                                          else _("{n} question(s) judged differently", n=differ))
+        lo, hi = rate_interval_pct(s.correct, s.total)
+        t.caption += gap() + _("(95 % interval of the engine's score over {total} questions: {lo:.0f}–{hi:.0f} %)",
+                               total=s.total, lo=lo, hi=hi)
         rep = self.reported("qa")
         if rep:
             t.caption += gap() + _("(reported: {correct} / {total})", correct=rep["correct"], total=rep["total"])
