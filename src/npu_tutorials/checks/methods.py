@@ -158,6 +158,18 @@ def _engine_faults(faults: dict) -> list[str]:
     return out + [""]
 
 
+def _held_out(h: dict | None) -> list[str]:
+    """The right engine's false alarms on prompts no card judges (checks.held_out)."""
+    if not h:
+        return []
+    k, (lo, hi) = h["kinds"], h["interval_pct"]
+    return [f"False alarms: the right checkpoint's greedy check on {h['prompts']} prompts that no card judges "
+            f"(`npu_tutorials.checks.held_out`, plain and chat): {h['false_alarms']} row(s) whose split the rule "
+            f"calls a fault, 95 % interval {lo:.1f}–{hi:.1f} % of rows; {k['near_tie_splits']} near-tie split(s) "
+            f"excused; the verdict over all of them: {'PASS' if h['verdict']['passed'] else 'FAIL'} ("
+            + "; ".join(f"{m['metric']} {m['measured']}" for m in h["verdict"]["checks"]) + ").", ""]
+
+
 def negative_controls_markdown() -> str:
     records = control_records()
     if not records:
@@ -190,6 +202,7 @@ def negative_controls_markdown() -> str:
                    f"Every check fails under a fault of every family, at the rel shown (ladder up to {top:g}).")
         out.append("")
         out += _engine_faults(d.get("engine_faults") or {})
+        out += _held_out(d.get("held_out"))
     return "\n".join(out)
 
 

@@ -18,7 +18,8 @@ thresholds, and the provenance (date, commit, backend, dtype, vLLM version).
 
 With ``--real``, the record also holds the engine-only faults (``controls.config_faults``): the right
 checkpoint served with ``--hf-overrides`` that make vLLM misread one config value (the RoPE base, the RoPE
-scaling, the norm epsilon) while the fp32 reference keeps the true config.  ``--engine-override JSON`` runs
+scaling, the norm epsilon) while the fp32 reference keeps the true config; and the false alarms: the right
+engine's greedy check on fifty prompts that no card judges (``checks.held_out``).  ``--engine-override JSON`` runs
 only that fault of your own (no ladder, no record) and prints every check's verdict.
 """
 
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 
 from . import ROOT, command
-from ..checks import controls
+from ..checks import controls, held_out
 from ..core.errors import TutorialError
 from ..engine.backend import describe_environment, detect_backend
 from ..engine.platform import platform_for
@@ -122,6 +123,14 @@ def run() -> int:
             config = json.loads((right / "config.json").read_text())
             res["engine_faults"] = controls.run_engine_faults(serve, right, right, spec, card.serve.served_model_name,
                                                               card.vocab_size, controls.config_faults(config), log)
+            if spec.greedy is not None:  # false alarms: the right engine on fifty prompts no card judges
+                with serve(right) as srv:
+                    res["held_out"] = held_out.false_alarms(srv, card.serve.served_model_name, right, spec.greedy,
+                                                            spec.splits, card.vocab_size)
+                h = res["held_out"]
+                log(f"held-out prompts: {h['false_alarms']} false alarm(s) in {h['prompts']} "
+                    f"(95 % interval {h['interval_pct'][0]:.1f}-{h['interval_pct'][1]:.1f} %), greedy verdict "
+                    f"{'PASS' if h['verdict']['passed'] else 'FAIL'}")
         doc = {
             "schema": 2,
             "provenance": {"date": now_utc(), "git_commit": git_commit(), "backend": backend,
