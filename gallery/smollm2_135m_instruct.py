@@ -151,6 +151,17 @@ show.accuracy.consistency_verdict()
 show.accuracy.consistency_flips()
 
 # %%
+# Consistency over a chat answer
+# ------------------------------
+# The checks above judge short texts, and the greedy ones judge only where
+# two answers part.  This one judges every position of a long chat answer,
+# the fp32 reference's own 128 tokens, where the engine serves: cosine, KL
+# and perplexity averaged over them, against limits derived from chat
+# answers of the same kind in the bf16 floor.
+tut.chat_consistency()
+show.accuracy.consistency_verdict("chat_consistency")
+
+# %%
 # Greedy agreement
 # ----------------
 # The palmyra-mini report's check on 20 prompts: 12 plain completions and 8

@@ -23,6 +23,7 @@ def test_a_floor_is_recorded_for_the_trained_model():
 
 
 CONSISTENCY_CARDS = [k for k in known_models() if load_card(k).accuracy.consistency is not None]
+CHAT_CARDS = [k for k in known_models() if load_card(k).accuracy.chat_consistency is not None]
 
 
 def _record(key: str) -> dict:
@@ -70,6 +71,20 @@ def test_the_cards_split_rule_is_its_own_floors_derivation(key):
               a.consistency.text if a.consistency else ""}
     assert not judged & {f["text"] for f in rec["floor"]}
     assert rec["provenance"]["weights_kind"] == "real"
+
+
+@pytest.mark.parametrize("key", CHAT_CARDS)
+def test_the_chat_consistency_limits_are_the_chat_answers_derivation(key):
+    """A chat consistency check's averaged limits come from the chat answers of its own model's floor record (the
+    kind of positions it judges), and it judges at least 128 positions of a request no calibration used."""
+    c = load_card(key).accuracy.chat_consistency
+    assert c.chat and c.positions >= 128 and c.derived.record == key
+    rec = _record(key)
+    derived = floor.derive(rec["floor"], rec["factor"])
+    t = c.thresholds.model_dump()
+    assert {k: t[k] for k in c.derived.limits} == {k: derived[f"chat_{k}"] for k in c.derived.limits}
+    assert c.text not in {f["text"] for f in rec["floor"]}
+    assert all(f["positions"] > c.positions for f in rec["floor"] if f["chat"])
 
 
 def test_a_card_cannot_copy_a_hidden_state_cosine_onto_logits(tmp_path):

@@ -297,7 +297,7 @@ def test_accuracy_is_gated_as_numbers_and_a_missing_check_or_figure_fails():
 def test_the_gate_reads_split_lines_as_counts_and_old_labels_under_their_names_now():
     """Fewer near-ties is not a regression (a split line's count is not a margin to a pair-error bound); a verdict
     line recorded under its name before the split rule is matched under its name now, not reported missing."""
-    from npu_tutorials.checks.gate import _margin, accuracy_regressions
+    from npu_tutorials.checks.accuracy_gate import _margin, accuracy_regressions
     from npu_tutorials.record.schema import Check
 
     assert _margin("2 / 2", "nMSE < 6.8 %") is None and _margin("1 / 3", "pair error <= 0.38 nats") is None

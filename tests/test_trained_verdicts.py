@@ -127,3 +127,16 @@ def test_an_engine_that_misreads_the_config_fails_greedy_though_every_split_look
     failed = {c[0] for c in v.checks if not c[3]}
     assert failed & {"splits at decisive positions", "near-tie splits with the pair error within the bound",
                      "near-tie splits per judged position"}, v
+
+
+def test_chat_consistency_over_a_long_answer_passes_the_right_engine_and_fails_a_misread_rope(trained):
+    """Every position of a 128-token chat answer, averaged: the right engine PASSes against the chat answers' floor;
+    a RoPE base read as 10,000 (a fault that moves late positions most) FAILs it."""
+    card, path, right, _ = trained
+    a = card.accuracy
+    ok = consistency.forward_consistency(right, "m", path, a.chat_consistency, card.vocab_size, True, a.splits)
+    assert ok.verdict().passed, ok.verdict()
+    assert len(ok.per_position) == a.chat_consistency.positions >= 128
+    rope = _misread(path, rope_theta=10000.0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    bad = consistency.forward_consistency(rope, "m", path, a.chat_consistency, card.vocab_size, True, a.splits)
+    assert not bad.verdict().passed, bad.verdict()

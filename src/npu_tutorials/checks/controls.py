@@ -25,7 +25,7 @@ import inspect
 import re
 
 from ..measure import accuracy, consistency
-from ..inputs.cards import ConsistencyCheck, GreedyCheck, LogitsCheck, QACheck
+from ..inputs.accuracy_spec import ConsistencyCheck, GreedyCheck, LogitsCheck, QACheck
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
 from ..record.results import scrub
@@ -35,7 +35,7 @@ from ..measure import metrics, reference
 MARKER = "PERTURBED.json"
 # relative RMS of the perturbation of every tensor of one family: steps of about 3x
 LADDER = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0)
-CHECKS = ("logits", "consistency", "greedy", "text")
+CHECKS = ("logits", "consistency", "chat_consistency", "greedy", "text")
 
 
 def down_proj_name(config: dict, layer: int = 0) -> str:
@@ -136,6 +136,7 @@ class ControlSpec:
 
     logits: LogitsCheck | None = None
     consistency: ConsistencyCheck | None = None
+    chat_consistency: ConsistencyCheck | None = None
     greedy: GreedyCheck | None = None
     text: QACheck | None = None           # text consistency: its chat prompts, tokens and exact_min
     stop_ids: list[int] | None = None
@@ -148,7 +149,7 @@ class ControlSpec:
 
     def to_dict(self) -> dict:
         # a check's inputs and thresholds; where its limits came from (consistency.derived) is not an input
-        out = {c: getattr(self, c).model_dump(exclude={"derived"} if c == "consistency" else None)
+        out = {c: getattr(self, c).model_dump(exclude={"derived"} if "consistency" in c else None)
                for c in self.checks}
         if self.text is not None:
             out["text"]["exact_min"] = self.text.exact_min
@@ -160,8 +161,8 @@ def spec_for_card(card, stop_ids: list[int] | None = None) -> ControlSpec:
     """Every engine-vs-reference check ``card`` declares, with its prompts and thresholds (the same
     objects the card's page uses)."""
     a = card.accuracy
-    return ControlSpec(logits=a.logits, consistency=a.consistency, greedy=a.greedy, text=a.qa, stop_ids=stop_ids,
-                       source=f"cards/{card.key}.yaml", splits=a.splits)
+    return ControlSpec(logits=a.logits, consistency=a.consistency, chat_consistency=a.chat_consistency,
+                       greedy=a.greedy, text=a.qa, stop_ids=stop_ids, source=f"cards/{card.key}.yaml", splits=a.splits)
 
 
 def combined_spec(stop_ids: list[int] | None = None) -> ControlSpec:
@@ -214,12 +215,13 @@ def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: Contr
     if "logits" in only:
         rep = accuracy.logits_agreement(server, model, ref_path, spec.logits, vocab_size, False, spec.splits)
         out["logits"], reports["logits"] = _verdict_dict(rep.verdict(), rep.summary), rep
-    if "consistency" in only:
-        rep = consistency.forward_consistency(server, model, ref_path, spec.consistency, vocab_size, False,
-                                              spec.splits)
-        d = rep.to_dict()
-        d.pop("per_position")
-        out["consistency"], reports["consistency"] = _verdict_dict(rep.verdict(), d), rep
+    for c in ("consistency", "chat_consistency"):
+        if c in only:
+            rep = consistency.forward_consistency(server, model, ref_path, getattr(spec, c), vocab_size, False,
+                                                  spec.splits)
+            d = rep.to_dict()
+            d.pop("per_position")
+            out[c], reports[c] = _verdict_dict(rep.verdict(), d), rep
     if "greedy" in only:
         g = spec.greedy
         rows = consistency.text_consistency(server, model, ref_path, g.prompts, g.num_tokens, chat=False,

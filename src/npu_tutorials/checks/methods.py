@@ -20,6 +20,7 @@ from .gate import CONFIRM, Noise, NoiseRecordError, read_noise_record, resolutio
 from .generations import of_runs
 
 CHECK_NAMES = {"logits": "last-position logits", "consistency": "every-position consistency",
+               "chat_consistency": "every-position consistency over a chat answer",
                "greedy": "greedy agreement", "text": "text consistency"}
 
 

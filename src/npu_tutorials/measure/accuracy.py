@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import metrics, reference
-from ..inputs.cards import LogitsCheck
+from ..inputs.accuracy_spec import LogitsCheck
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
 from ..core.messages import N_

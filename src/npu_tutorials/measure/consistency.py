@@ -107,9 +107,15 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
                         real_weights: bool, rule: metrics.SplitRule | None = None) -> ConsistencyReport:
     """Every position of ``check.text``: the engine's full-vocabulary logits for each prefix
     (one request per position; the engine returns the whole vocabulary only for the position
-    after a prompt) against the reference's single forward pass."""
+    after a prompt) against the reference's single forward pass.  A ``check.chat`` check judges instead every
+    position of the fp32 reference's greedy answer (``check.positions`` tokens, no stop) to ``check.text`` sent
+    through the chat template: the positions a chat answer is generated at."""
     ids = reference.tokenize(ref_path, check.text)
     ends = list(range(1, len(ids)))  # predict ids[end] from ids[:end]
+    if check.chat:
+        prompt = reference.chat_ids(ref_path, check.text)
+        ids = prompt + reference.greedy(ref_path, prompt, check.positions)
+        ends = list(range(len(prompt), len(ids)))
     with ThreadPoolExecutor(max_workers=4) as ex:
         pending = [ex.submit(engine_last_logits, server, model, ids[:end], vocab_size) for end in ends]
         ref_logits = reference.all_logits(ref_path, ids)[:, :vocab_size]  # meanwhile: the reference's pass

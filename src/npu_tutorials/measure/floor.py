@@ -44,7 +44,7 @@ CHAT_TEXTS = (
     "What should I pack for a weekend hike?",
     "Explain how a refrigerator keeps food cold.",
 )
-CHAT_TOKENS = 48  # the reference's answer to each: the positions a chat check judges
+CHAT_TOKENS = 128  # the reference's answer to each: the positions a chat check judges
 
 
 def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS, chats: tuple[str, ...] = CHAT_TEXTS) -> list[dict]:
@@ -62,12 +62,10 @@ def measure_floor(path: str | Path, texts: tuple[str, ...] = TEXTS, chats: tuple
         for text, chat in [(t, False) for t in texts] + [(t, True) for t in chats]:
             ids = torch.tensor([reference.tokenize(path, text)])
             start = 0
-            if chat:
+            if chat:  # the reference's answer, as a chat consistency check generates it (no stop)
                 prompt = reference.chat_ids(path, text)
                 start = len(prompt) - 1
-                with torch.inference_mode():
-                    ids = fp32.generate(torch.tensor([prompt]), max_new_tokens=CHAT_TOKENS, do_sample=False,
-                                        pad_token_id=0)
+                ids = torch.tensor([prompt + reference.greedy(str(path), prompt, CHAT_TOKENS)])
             with torch.inference_mode():
                 ref = fp32(ids).logits[0, start:].double().numpy()
                 eng = bf16(ids).logits[0, start:].float().double().numpy()
@@ -102,19 +100,24 @@ def _round_down(x: float, digits: int) -> float:
     return float(np.floor(x * scale + 1e-9) / scale)
 
 
+def _averaged(rows: list[dict], factor: float) -> dict:
+    gap = 1.0 - min(f["mean_cosine"] for f in rows)
+    return {"ppl_rel_diff_pct_max": _round_up(factor * max(f["ppl_rel_diff_pct"] for f in rows)),
+            "cosine_min": _round_down(1.0 - _round_up(factor * gap), 5),
+            "kl_max": _round_up(factor * max(f["mean_kl_nats"] for f in rows))}
+
+
 def derive(floor: list[dict], factor: float = FACTOR) -> dict:
     """The logits limits from a measured floor.  From the plain texts (the kind the forward-consistency check
     judges): ``ppl_rel_diff_pct_max`` = factor x the worst perplexity difference, ``cosine_min`` = 1 - factor x
     (1 - worst mean cosine), ``kl_max`` = factor x worst mean KL (each rounded to two significant digits of the
-    allowed error, looser side).  From every text, plain and chat: ``split_err_max`` = the largest pair error,
-    ``split_rate_pct_max`` = the 95 % upper bound of the flip rate over every position (metrics.SplitRule)."""
-    plain = [f for f in floor if not f.get("chat")]
+    allowed error, looser side); the same from the chat answers, prefixed ``chat_`` (the chat consistency check's).
+    From every text, plain and chat: ``split_err_max`` = the largest pair error, ``split_rate_pct_max`` = the 95 %
+    upper bound of the flip rate over every position (metrics.SplitRule)."""
+    plain, chat = [f for f in floor if not f.get("chat")], [f for f in floor if f.get("chat")]
     if not plain:
         raise ValueError("no floor measured")
-    gap = 1.0 - min(f["mean_cosine"] for f in plain)
-    return {"ppl_rel_diff_pct_max": _round_up(factor * max(f["ppl_rel_diff_pct"] for f in plain)),
-            "cosine_min": _round_down(1.0 - _round_up(factor * gap), 5),
-            "kl_max": _round_up(factor * max(f["mean_kl_nats"] for f in plain)),
+    return {**_averaged(plain, factor), **({f"chat_{k}": v for k, v in _averaged(chat, factor).items()} if chat else {}),
             "split_err_max": _round_up(max(f["max_pair_err"] for f in floor)),
             "split_rate_pct_max": _round_up(metrics.rate_upper_pct(sum(f["flips"] for f in floor),
                                                                    sum(f["positions"] for f in floor)))}

@@ -124,7 +124,8 @@ def gated_steps(card) -> list[str]:
 def accuracy_verdict(doc: ResultsDoc) -> str:
     """PASS when every engine-vs-reference verdict of the document passed, FAIL when one did not, – when none ran."""
     r = doc.results
-    verdicts = [s.passed for s in (r.logits_agreement, r.forward_consistency, r.greedy_agreement, r.text_consistency)
+    verdicts = [s.passed for s in (r.logits_agreement, r.forward_consistency, r.chat_consistency, r.greedy_agreement,
+                                   r.text_consistency)
                 if s is not None and s.passed is not None]
     if not verdicts:
         return "–"

@@ -362,6 +362,7 @@ class Results(StrictModel):
     benchmark: Benchmark | None = None
     logits_agreement: LogitsAgreement | None = None
     forward_consistency: ForwardConsistency | None = None
+    chat_consistency: ForwardConsistency | None = None  # the same, over a chat answer of 128+ positions
     text_consistency: TextAgreement | None = None
     qa: TaskScore | None = None
     gsm: TaskScore | None = None

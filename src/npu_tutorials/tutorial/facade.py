@@ -216,6 +216,12 @@ class Tutorial:
         r.forward_consistency = self._accuracy.forward_consistency()
         return r.forward_consistency
 
+    def chat_consistency(self):
+        """Every position of the fp32 reference's answer to the card's chat request, engine against reference."""
+        r = self.state.results
+        r.chat_consistency = self._accuracy.forward_consistency(chat=True)
+        return r.chat_consistency
+
     def text_consistency(self):
         """The card's chat prompts, greedy, engine against reference."""
         r = self.state.results

@@ -80,10 +80,17 @@ class AccuracySteps:
             scatter_reference=_subsample(ref), scatter_engine=_subsample(eng))
         return out
 
-    def forward_consistency(self) -> ForwardConsistency:
-        """Every position of the card's text, engine against the fp32 reference, with the card's verdict."""
-        check = self.s.card.accuracy.consistency
-        with self.s.step("forward consistency (every position)"):
+    def forward_consistency(self, chat: bool = False) -> ForwardConsistency:
+        """Every position of the card's text, engine against the fp32 reference, with the card's verdict; ``chat``:
+        every position of the reference's answer to the card's chat request (``accuracy.chat_consistency``)."""
+        a = self.s.card.accuracy
+        check = a.chat_consistency if chat else a.consistency
+        if check is None:
+            raise TutorialError(f"cards/{self.s.card.key}.yaml has no accuracy.{'chat_' if chat else ''}consistency "
+                                "section")
+        what = f"chat consistency (every position of a {check.positions}-token answer)" if chat else \
+            "forward consistency (every position)"
+        with self.s.step(what):
             rep = consistency.forward_consistency(self.s.servers.ensure("accuracy"), self.s.model,
                                                   self.s.serve_path, check, self.s.card.vocab_size, self.s.real,
                                                   self.s.card.accuracy.splits)

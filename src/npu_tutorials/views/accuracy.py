@@ -82,11 +82,12 @@ class AccuracyViews(BaseViews):
                      note=self.cite + self.method_note("logits") + self.same_arithmetic_note(a.engine_dtype))
 
     # -- every position ----------------------------------------------------------------
-    def consistency_verdict(self) -> Verdict:
-        """The every-position consistency verdict against the card's thresholds."""
-        c = self.need("forward_consistency")
+    def consistency_verdict(self, section: str = "forward_consistency") -> Verdict:
+        """The every-position consistency verdict against the card's thresholds (``section``: forward_consistency, or
+        chat_consistency: over a chat answer)."""
+        c = self.need(section)
         return self.verdict(c.checks, sentences(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x),
-                            "forward_consistency")
+                            section)
 
     def derived_limits_note(self) -> str:
         """Which of the consistency limits are derived for logits, and from which model's measured floor."""
