@@ -38,6 +38,9 @@ def run() -> int:
         if acc.consistency:
             tut.forward_consistency()
             print(tut.show.accuracy.consistency_verdict(), flush=True)
+        if acc.chat_consistency:
+            tut.chat_consistency()
+            print(tut.show.accuracy.consistency_verdict("chat_consistency"), flush=True)
         if acc.qa:
             tut.text_consistency()
             tut.qa_scores()
