@@ -158,7 +158,7 @@ show.accuracy.consistency_flips()
 # the fp32 reference's own 128 tokens, where the engine serves: cosine, KL
 # and perplexity averaged over them, against limits derived from chat
 # answers of the same kind in the bf16 floor.
-tut.chat_consistency()
+tut.forward_consistency(chat=True)
 show.accuracy.consistency_verdict("chat_consistency")
 
 # %%

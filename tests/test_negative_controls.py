@@ -88,7 +88,9 @@ def wrong_results(wrong, card, tiny, tiny_spec):
 
 
 @pytest.mark.engine
-@pytest.mark.parametrize("check", controls.CHECKS)
+# chat consistency's limits are SmolLM2's chat-answer floor, so it is judged on trained weights
+# (tests/test_trained_verdicts.py: the right engine PASSes, a misread RoPE FAILs), not on the tiny stand-in
+@pytest.mark.parametrize("check", [c for c in controls.CHECKS if c != "chat_consistency"])
 def test_a_wrong_checkpoint_fails_every_check(check, raw_results, wrong_results):
     assert raw_results[check]["passed"], f"{check} must pass on the right checkpoint for the control to mean anything"
     assert not wrong_results[check]["passed"], wrong_results[check]

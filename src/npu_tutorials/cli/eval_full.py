@@ -39,7 +39,7 @@ def run() -> int:
             tut.forward_consistency()
             print(tut.show.accuracy.consistency_verdict(), flush=True)
         if acc.chat_consistency:
-            tut.chat_consistency()
+            tut.forward_consistency(chat=True)
             print(tut.show.accuracy.consistency_verdict("chat_consistency"), flush=True)
         if acc.qa:
             tut.text_consistency()

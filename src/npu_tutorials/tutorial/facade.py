@@ -210,17 +210,13 @@ class Tutorial:
         r.logits_agreement = self._accuracy.logits_agreement()
         return r.logits_agreement
 
-    def forward_consistency(self):
-        """Every position of the card's text, engine against the fp32 reference."""
+    def forward_consistency(self, chat: bool = False):
+        """Every position of the card's text, engine against the fp32 reference; ``chat``: every position of the
+        fp32 reference's answer to the card's chat request (``accuracy.chat_consistency``)."""
         r = self.state.results
-        r.forward_consistency = self._accuracy.forward_consistency()
-        return r.forward_consistency
-
-    def chat_consistency(self):
-        """Every position of the fp32 reference's answer to the card's chat request, engine against reference."""
-        r = self.state.results
-        r.chat_consistency = self._accuracy.forward_consistency(chat=True)
-        return r.chat_consistency
+        section = "chat_consistency" if chat else "forward_consistency"
+        setattr(r, section, self._accuracy.forward_consistency(chat=chat))
+        return getattr(r, section)
 
     def text_consistency(self):
         """The card's chat prompts, greedy, engine against reference."""
