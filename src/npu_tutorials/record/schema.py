@@ -210,7 +210,17 @@ class Histogram(StrictModel):
     counts: list[int]
 
 
-class PositionError(StrictModel):
+class ContendingPair(StrictModel):
+    """The two tokens a split is judged on (metrics.compare_logits); absent in a document before the split rule."""
+
+    contender: int | None = Field(None, description="the engine's choice where it differs from the reference's top-1, "
+                                                    "else the reference's top-2")
+    pair_margin: float | None = Field(None, description="the reference's lead of its top-1 over the contender")
+    pair_err: float | None = Field(None, description="how far the engine moved that lead: a split is rounding only "
+                                                     "within the card's split rule (metrics.split_kind)")
+
+
+class PositionError(ContendingPair):
     """One position's near-tie view: the reference's top-1/top-2 margin beside the engine's error there."""
 
     position: int | None = None
@@ -225,15 +235,10 @@ class PositionError(StrictModel):
     decisive: bool = Field(description="the margin exceeds the engine's largest error here (descriptive)")
     kl_nats: float
     nmse_pct: float | None = Field(None, description="normalized MSE (%) at this position")
-    contender: int | None = Field(None, description="the engine's choice where it differs from the reference's top-1, "
-                                                    "else the reference's top-2")
-    pair_margin: float | None = Field(None, description="the reference's lead of its top-1 over the contender")
-    pair_err: float | None = Field(None, description="how far the engine moved that lead: a split is rounding only "
-                                                     "within the card's split rule (metrics.split_kind)")
     compared_as: str = Field(description="'logits' or 'logprobs' (the form the engine returned)")
 
 
-class LogitsRow(StrictModel):
+class LogitsRow(ContendingPair):
     prompt: str
     num_tokens: int
     nmse_pct: float
@@ -250,11 +255,6 @@ class LogitsRow(StrictModel):
     reference_top1: int
     reference_top2_margin: float
     decisive: bool | None = Field(None, description="the reference's top-1/top-2 margin exceeds the error here")
-    contender: int | None = Field(None, description="the engine's choice where it differs from the reference's top-1, "
-                                                    "else the reference's top-2")
-    pair_margin: float | None = Field(None, description="the reference's lead of its top-1 over the contender")
-    pair_err: float | None = Field(None, description="how far the engine moved that lead: a split is rounding only "
-                                                     "within the card's split rule (metrics.split_kind)")
     compared_as: str = "logits"
 
 

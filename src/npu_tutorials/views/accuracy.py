@@ -86,12 +86,13 @@ class AccuracyViews(BaseViews):
         """The every-position consistency verdict against the card's thresholds (``section``: forward_consistency, or
         chat_consistency: over a chat answer)."""
         c = self.need(section)
-        return self.verdict(c.checks, sentences(x for x in (self.derived_limits_note(), self.stand_in_caveat) if x),
-                            section)
+        return self.verdict(c.checks, sentences(x for x in (self.derived_limits_note(section), self.stand_in_caveat)
+                                                if x), section)
 
-    def derived_limits_note(self) -> str:
-        """Which of the consistency limits are derived for logits, and from which model's measured floor."""
-        c = self.card.accuracy.consistency
+    def derived_limits_note(self, section: str = "forward_consistency") -> str:
+        """Which of the consistency limits (``section``'s check on the card) are derived for logits, and from which
+        model's measured floor."""
+        c = self.card.accuracy.chat_consistency if section == "chat_consistency" else self.card.accuracy.consistency
         if c is None:  # a recorded document rendered beside a card that has no consistency check any more
             return ""
         d = c.derived
@@ -156,16 +157,19 @@ def _pair(rows) -> bool:
     return any(r.error_at_divergence is not None and r.error_at_divergence.pair_err is not None for r in rows)
 
 
-def _split_cols(rows, pair: bool):
+def _split_cols(rows, legacy: str, legacy_head: str):
     """The two figures a text table shows at a row's split: the reference's lead and the engine's error on the
-    contending pair (or, in a document before the split rule, the top-1/top-2 gap and the largest error)."""
+    contending pair; in a document before the split rule, the top-1/top-2 gap and the error field ``legacy``
+    (headed ``legacy_head``).  Returns the two headings, and a function of a row giving its two cells."""
+    pair = _pair(rows)
+
     def cols(r):
         e = r.error_at_divergence
         if pair:
             return [None if e is None else e.pair_margin, None if e is None else e.pair_err]
-        return [r.margin_at_divergence, None if e is None else e.max_abs_err]
+        return [r.margin_at_divergence, None if e is None else getattr(e, legacy)]
     heads = ([_("reference's lead over the engine's token there"), _("engine's error on that pair")] if pair else
-             [_("ref. top-1/top-2 gap there"), _("max |logit err| there")])
+             [_("ref. top-1/top-2 gap there"), legacy_head])
     return heads, cols
 
 
@@ -186,10 +190,9 @@ class TextViews(BaseViews):
         """The greedy texts of engine and reference side by side, with where and why they part."""
         t = self.need("text_consistency")
         pair = _pair(t.rows)
+        heads, cols = _split_cols(t.rows, "err_spread", _("engine error spread there"))
         rows = [[r.prompt, r.engine_text, r.reference_text, r.exact,
-                 "–" if r.first_divergence is None else r.first_divergence, r.char_similarity,
-                 *(_split_cols(t.rows, True)[1](r) if pair else
-                   [r.margin_at_divergence, None if r.error_at_divergence is None else r.error_at_divergence.err_spread]),
+                 "–" if r.first_divergence is None else r.first_divergence, r.char_similarity, *cols(r),
                  split_label(r)]
                 for r in t.rows]
         exact = sum(r.exact for r in t.rows)
@@ -205,8 +208,7 @@ class TextViews(BaseViews):
                       "is whether they agree, and where not, why.")
         return Table([_("prompt"), _("engine ({dtype})", dtype=t.engine_dtype or self.dtype),
                       _("reference (fp32 CPU)"), _("exact"), _("first diverging token"), _("character similarity"),
-                      *(_split_cols(t.rows, True)[0] if pair else
-                        [_("ref. top-1/top-2 gap there"), _("engine error spread there")]), _("split")], rows,
+                      *heads, _("split")], rows,
                      caption=caption, note=note + gap() + _(PAIR_SPLIT_NOTE if pair else SPLIT_NOTE))
 
     def text_verdict(self) -> Verdict:
@@ -221,7 +223,7 @@ class TextViews(BaseViews):
             return None if e is None else e.max_abs_err
 
         pair = _pair(g.rows)
-        heads, cols = _split_cols(g.rows, pair)
+        heads, cols = _split_cols(g.rows, "max_abs_err", _("max |logit err| there"))
         rows = [[r.prompt, _("same") if r.engine_ids[:1] == r.reference_ids[:1] else _("differs"),
                  f"{100 * r.match_rate:.0f} %",
                  "–" if r.first_divergence is None else _("token {index}", index=r.first_divergence),
