@@ -3,12 +3,13 @@
 # make html-noplot build the pages without executing the tutorials
 # make check       post-build check: every tutorial executed, with tables, figures, provenance
 # make html TUTORIAL_ONLY=qwen2_5_0_5b FORCE=1   re-run one tutorial even if nothing it uses changed
-# make check GATE=1  also fail on regressions against the recorded results (results/)
-# make check GATE=1 PAIRED=origin/main TUTORIAL_ONLY=smollm2_135m_instruct  and against <ref>'s code, measured
-#                  alternately with this checkout's on this host (paired rounds; see the methods page)
+# make check GATE=1  also fail on a figure or accuracy check missing, or accuracy regressed, against the recorded
+#                  results (results/)
+# make check GATE=1 PAIRED=origin/main TUTORIAL_ONLY=smollm2_135m_instruct  and on speed against <ref>'s code,
+#                  measured alternately with this checkout's on this host (paired rounds; see the methods page)
 # make html SHARD=k/N  execute shard k of N (balanced by recorded cost) and pack it into _build/shards/
 # make assemble SHARDS=<dir>  merge the N shard archives into one site, executing nothing
-# make record      store this build's results documents in results/<model>/<machine>.json
+# make record      store this build's results documents in results/<model>/<machine>.json [MODEL=qwen3-0.6b: one]
 #                  (a build that fails the gate needs REASON="why it is the new baseline")
 # make compare MODEL=qwen3-0.6b A="--max-num-seqs 16" B="--max-num-seqs 4" [K=10] [SERVERS=fresh|shared] [CONTROL=1]
 #                  is B faster than A on this host? k rounds of the page's gated steps, alternately (A/B: NAME=value
@@ -62,9 +63,6 @@ PREFLIGHT ?= $(VPY) scripts/preflight.py
 CHECK := $(VPY) scripts/check_site.py --build-dir $(BUILDDIR)
 
 GATE ?=
-# make check GATE=1: a headline figure beyond its limit is measured CONFIRM times more (default: gate.CONFIRM);
-# the majority decides
-CONFIRM ?=
 # make check GATE=1 PAIRED=<ref>: also the gated steps of <ref>'s code and this checkout's, alternately on this host (a
 # fresh server per side and round, TUTORIAL_ONLY's models); a figure slower beyond its interval by >= 5 % fails
 PAIRED ?=
@@ -74,7 +72,7 @@ B ?=
 K ?= 10
 SERVERS ?= fresh
 CONTROL ?= 0
-.PHONY: compare html html-noplot test test-engine browser screenshots check record assemble intl clean distclean venv
+.PHONY: compare html html-noplot test test-engine browser screenshots check record golden assemble intl clean distclean venv
 venv: $(VENV)/.ready
 
 $(VENV)/.ready: pyproject.toml requirements/docs.txt requirements/cpu.txt requirements/cuda.txt requirements/weights.txt requirements/hub.txt scripts/bootstrap_env.sh
@@ -133,7 +131,7 @@ screenshots: venv browser
 	$(RUN) $(VPY) scripts/screenshot.py --site $(BUILDDIR)/html --page $(PAGE) --lang2 $(LANG2) --out $(BUILDDIR)/screenshots
 
 check: venv
-	$(RUN) $(CHECK) --strict --lang2 $(LANG2) $(if $(filter-out 0,$(GATE)),--gate $(if $(CONFIRM),--confirm $(CONFIRM)) $(if $(PAIRED),--paired "$(PAIRED)"))
+	$(RUN) $(CHECK) --strict --lang2 $(LANG2) $(if $(filter-out 0,$(GATE)),--gate $(if $(PAIRED),--paired "$(PAIRED)"))
 	$(RUN) $(CHECK_TRANSLATIONS)
 
 intl: venv
@@ -142,8 +140,13 @@ intl: venv
 	$(RUN) $(VENV)/bin/sphinx-intl update -p $(BUILDDIR)/gettext -l $(LANG2) -d docs/source/locale
 	@echo "catalogs: docs/source/locale/$(LANG2)/LC_MESSAGES (fill each msgstr; make check names what is left)"
 
+# make golden: draw every view of every recorded document again into tests/golden/rendered.json (a view reworded on
+# purpose; review the file's difference in the commit)
+golden: venv
+	$(RUN) env REGENERATE_GOLDEN=1 $(VPY) -m pytest -q -p no:cacheprovider tests/test_render.py -k draws_as_before
+
 record: venv
-	$(RUN) $(VPY) scripts/record.py --build-dir $(BUILDDIR)
+	$(RUN) $(VPY) scripts/record.py --build-dir $(BUILDDIR) $(if $(MODEL),--model "$(MODEL)")
 
 clean:
 	rm -rf $(BUILDDIR) docs/source/tutorials/models docs/source/_generated

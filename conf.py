@@ -9,7 +9,7 @@ SRC = ROOT / "docs" / "source"
 sys.path.insert(0, str(ROOT / "src"))
 
 from npu_tutorials.site.banners import add_banners  # noqa: E402
-from npu_tutorials.site.pages import always_reread_landing, fill_landing  # noqa: E402
+from npu_tutorials.site.pages import Generated, always_reread_landing, fill_landing  # noqa: E402
 from npu_tutorials.site.build_plan import force_rerun, plan_build  # noqa: E402
 from npu_tutorials.site.rerun import invalidate_changed_tutorials  # noqa: E402
 from npu_tutorials.site.generated import write_generated  # noqa: E402
@@ -116,7 +116,8 @@ def setup(app):
     # a page this build did not execute gets its recorded run's view references (add_banners) before they are drawn
     app.connect("source-read", add_banners)
     app.connect("source-read", render_views)  # each pass draws a page's views from its results document
-    app.connect("source-read", fill_landing)
+    app.connect("source-read", fill_landing)  # the pages' ```{generated} NAME``` blocks
+    app.add_directive("generated", Generated)
     app.connect("include-read", render_included)  # each "Deploy it yourself" tab's collect-env report
     app.connect("include-read", comments_in_language)  # the deploy snippets' comments in the pass's language
     app.connect("env-get-outdated", always_reread_landing)

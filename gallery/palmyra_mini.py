@@ -169,3 +169,9 @@ show.provenance()
 # (``results/`` in the repository), beside this build's; the same views draw
 # every recorded document.
 show.compare.on_other_hardware()
+
+# %%
+# How the headline figures moved across this model's runs on each kind of
+# machine, in date order, with the commit and versions of each run (a dashed
+# line where the versions change).
+show.compare.history()

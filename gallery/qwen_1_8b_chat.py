@@ -188,6 +188,12 @@ show.provenance()
 show.compare.on_other_hardware()
 
 # %%
+# How the headline figures moved across this model's runs on each kind of
+# machine, in date order, with the commit and versions of each run (a dashed
+# line where the versions change).
+show.compare.history()
+
+# %%
 # FAQ
 # ---
 # **Do I need --trust-remote-code?** Only to serve the original checkpoint on

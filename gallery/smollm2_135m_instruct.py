@@ -213,6 +213,12 @@ show.provenance()
 show.compare.on_other_hardware()
 
 # %%
+# How the headline figures moved across this model's runs on each kind of
+# machine, in date order, with the commit and versions of each run (a dashed
+# line where the versions change).
+show.compare.history()
+
+# %%
 # FAQ
 # ---
 # **Why a 135 M model?** It is the smallest trained model whose weights

@@ -172,10 +172,48 @@ def raw_server(tmp_path_factory):
     assert rpc is None or not Path(rpc).exists(), f"the engine's socket directory {rpc} was left behind"
 
 
+def combined_spec(stop_ids: list[int] | None = None):
+    """Every check of every card on one engine (each check from the card that declares it)."""
+    from npu_tutorials.checks.controls import ControlSpec, spec_for_card
+    from npu_tutorials.inputs.cards import known_models, load_card
+
+    spec, sources = ControlSpec(stop_ids=stop_ids), []
+    for key in known_models():
+        own = spec_for_card(load_card(key))
+        for c in own.checks:
+            # chat consistency's limits are a trained model's chat-answer floor: no stand-in is judged by them
+            if getattr(spec, c) is None and c != "chat_consistency":
+                setattr(spec, c, getattr(own, c))
+                sources.append(f"{c} from cards/{key}.yaml")
+    spec.source = ", ".join(sources)
+    return spec
+
+
+def trimmed(spec, prompts: int = 2, words: int = 7):
+    """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds,
+    one per position of the consistency text): the first ``prompts`` prompts of each check, and the first
+    ``words`` words of the consistency text's first sentence."""
+    import re
+
+    from npu_tutorials.checks.controls import ControlSpec
+
+    out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check",
+                      splits=spec.splits)
+    if spec.logits:
+        out.logits = spec.logits.model_copy(update={"prompts": spec.logits.prompts[:prompts]})
+    if spec.consistency:
+        first = re.split(r"(?<=[.。!?])\s*", spec.consistency.text.strip(), maxsplit=1)[0]
+        out.consistency = spec.consistency.model_copy(update={"text": " ".join(first.split()[:words])})
+    if spec.greedy:
+        out.greedy = spec.greedy.model_copy(update={"prompts": spec.greedy.prompts[:prompts],
+                                                    "chat_prompts": spec.greedy.chat_prompts[:prompts]})
+    if spec.text:
+        out.text = spec.text.model_copy(update={"items": spec.text.items[:prompts], "text_exact_min": None})
+    return out
+
+
 @pytest.fixture(scope="session")
 def tiny_spec(tiny):
-    from npu_tutorials.checks.controls import combined_spec, trimmed
-
     gen = json.loads((tiny.path / "generation_config.json").read_text())
     eos = gen["eos_token_id"]
     return trimmed(combined_spec(eos if isinstance(eos, list) else [eos]))

@@ -932,6 +932,11 @@ def test_ci_workflow_shards_assembles_checks_and_publishes_on_ascend_runners():
     wf = _workflow()
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
     assert "workflow_dispatch" in triggers
+    # weekly, so no page shows numbers older than the freshness warning's 30 days; a change of the declared
+    # releases (data/pinned/engines.yaml) reaches main as a push
+    import re
+    assert triggers["push"]["branches"] == ["main"]
+    assert [re.fullmatch(r"\d+ \d+ \* \* [0-6]", c["cron"]) is not None for c in triggers["schedule"]] == [True]
     jobs = wf["jobs"]
     assert list(jobs) == ["shard", "assemble", "publish"]
     shard, assemble, publish = jobs["shard"], jobs["assemble"], jobs["publish"]

@@ -265,12 +265,6 @@ def failing():
     raise RuntimeError("Free memory on device (1.2/61.0 GiB) on startup is less than desired")
 
 
-def spawn_and_hang(pidfile):
-    child = subprocess.Popen(["sleep", "300"])  # same process group as this function's process
-    Path(pidfile).write_text(f"{os.getpid()} {child.pid}")
-    time.sleep(300)
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -301,8 +295,9 @@ def test_call_failure_is_one_line_with_the_stderr_tail(tests_importable):
 
 def test_call_timeout_kills_the_whole_process_group(tests_importable, tmp_path):
     pidfile = tmp_path / "pids"
-    with pytest.raises(isolated.IsolatedError, match="did not finish in 5 s; its process group was killed"):
-        isolated.call("test_backend:spawn_and_hang", str(pidfile), timeout=5)
+    # 20 s: the child's interpreter and the isolated runner start within it on a loaded host, then it hangs
+    with pytest.raises(isolated.IsolatedError, match="did not finish in 20 s; its process group was killed"):
+        isolated.call("hang_helper:spawn_and_hang", str(pidfile), timeout=20)
     leader, grandchild = map(int, pidfile.read_text().split())
     assert not _alive(leader) and not _alive(grandchild)
 

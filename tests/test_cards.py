@@ -60,6 +60,20 @@ def test_invalid_yaml_and_non_mapping(tmp_path):
         load_card_file(p)
 
 
+def test_a_key_given_twice_is_one_line_naming_it_not_a_silent_replacement(tmp_path):
+    """PyYAML keeps the last of two equal keys: a second ``serve:`` section appended to a card replaced the first
+    and gave "serve.served_model_name: Field required".  The card loader names the repeated key and its line."""
+    text = (CARDS_DIR / "qwen2.5-0.5b.yaml").read_text(encoding="utf-8")
+    p = _write(tmp_path, "qwen2.5-0.5b", text + "\nserve:\n  dtype: bfloat16\n")
+    with pytest.raises(TutorialError) as exc:
+        load_card_file(p)
+    line = len(text.splitlines()) + 2
+    assert str(exc.value) == f"{p}: line {line}: not valid YAML (the key 'serve' is given twice)"
+    p = _write(tmp_path, "qwen2.5-0.5b", text.replace("serve:\n", "serve:\n  port: 1\n  port: 2\n", 1))
+    with pytest.raises(TutorialError, match=r"not valid YAML \(the key 'port' is given twice\)"):
+        load_card_file(p)
+
+
 def test_key_must_match_file_name(tmp_path):
     p = _write(tmp_path, "other-name", _good())
     with pytest.raises(TutorialError, match=r"key: 'qwen2\.5-0\.5b' must equal the file name 'other-name'"):

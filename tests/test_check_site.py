@@ -6,8 +6,10 @@ from docs import make_doc
 from npu_tutorials.checks import site_check as check_site  # what scripts/check_site.py runs (npu_tutorials.cli)
 from npu_tutorials.record.results import write_doc
 
-GOOD = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 4
-        + '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
+DATA = '<p class="tut-data"><a>Download as CSV</a></p>'  # under each table and figure (site.render.table_block)
+GOOD = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>'
+        + ('<div class="tut-table"></div>' + DATA) * 4
+        + '<img class="sphx-glr-single-img tut-figure">' + DATA + ' 2026-11-29T10:00:00+00:00 abc123')
 
 
 def _site(tmp_path, html, doc=None):
@@ -37,6 +39,13 @@ def test_missing_figure_tables_and_results(tmp_path):
     assert len(problems) == 1  # one line per page
     text = problems[0]
     assert "fewer than 3 result tables" in text and "no figure" in text and "no results JSON" in text
+
+
+def test_a_table_or_figure_without_its_csv_fails(tmp_path):
+    """Issue 56: every table and figure of a tutorial page has its CSV under it; one missing is one line."""
+    html = GOOD.replace(DATA, "", 1)
+    (problem,) = check_site.check(_site(tmp_path, html), "qwen2_5")
+    assert "5 tables and figures and 4 CSV downloads under them" in problem
 
 
 def test_missing_sections_fail(tmp_path):
@@ -77,6 +86,9 @@ def test_no_written_page_document_or_record_carries_a_machine_path(tmp_path):
     (build / "html" / "ok.html").write_text("docker run -v /root/.cache:/root/.cache; real weights: Org/model@main")
     (build / "html" / "zh_CN" / "bad.html").write_text(f"weights: {REPO}/.cache/standins/x")
     (build / "results" / "m.json").write_text(json.dumps({"label": f"{REPO}/models/x"}))
+    # a page whose run failed is reported once, by its failure (the server log's path is part of its cause)
+    from npu_tutorials.core.errors import FAILED_MARK
+    (build / "html" / "failed.html").write_text(f'<div class="{FAILED_MARK}">last lines of {REPO}/.cache/x.log</div>')
     lines = machine_path_problems(written_files(build))
     assert sorted(l.split(":")[0] for l in lines) == ["bad.html", "m.json"]
     committed = sorted((Path(REPO) / "results").rglob("*.json"))

@@ -148,6 +148,7 @@ def test_the_deploy_section_draws_every_tab_from_this_builds_and_the_recorded_do
     """``_generated/<model>/deploy.rst`` carries one marker per tab; the include hook draws it (this build's CPU
     document here, no recorded NPU or GPU one), inside the tab's raw HTML block."""
     monkeypatch.setenv("TUTORIAL_BUILD_DIR", str(tmp_path / "_build"))
+    monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "_build" / "results"))  # not the checkout's _build
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path / "recorded"))
     rst = deploy_rst(load_card("qwen2.5-0.5b"))
     for backend, tab in _tabs(rst).items():
@@ -183,5 +184,5 @@ def test_the_tutorial_keeps_its_report_in_the_document(monkeypatch, tmp_path):
     TutorialState.keep_collect_env(state)
     kept = doc.provenance.machine.collect_env
     assert kept.command == "vllm collect-env" and str(ROOT) not in kept.text and "inductor" in kept.text
-    monkeypatch.setenv("TUTORIAL_BUILD_DIR", str(tmp_path / "_build"))
+    monkeypatch.setenv("TUTORIAL_RESULTS_DIR", str(tmp_path / "_build" / "results"))  # not the checkout's _build
     assert read_doc(write_doc(doc)).provenance.machine.collect_env == kept

@@ -341,7 +341,26 @@ class CpuSetRun:
                 res = json.loads((self.work / deploy.bench_file(card)).read_text())
                 prof = card.benchmark.profiles[platform_for("cpu").default_profile(card)]
                 assert res["completed"] == prof.num_prompts and res["failed"] == 0
+                self._assert_held_against_the_page()
 
+
+    def _assert_held_against_the_page(self) -> None:
+        """Issue 56: the file the pasted benchmark wrote, from the real engine, is held against the page's document
+        (the page's own vs_site command, its last comment line): at the page's conditions, a verdict per figure;
+        the same file with one condition changed, refused in one line naming it."""
+        from npu_tutorials.checks import vs_site
+        from npu_tutorials.core.errors import TutorialError
+
+        card, mine = self.card, self.work / deploy.bench_file(self.card)
+        _path, _doc, rows = vs_site.hold(mine, card.key, card, "cpu")
+        assert [r["key"] for r in rows] == ["output_throughput", "median_ttft_ms", "median_tpot_ms"]
+        assert {r["verdict"] for r in rows} <= {"ordinary", "slower than ordinary", "faster than ordinary"}
+        data = json.loads(mine.read_text())
+        other = self.work / "other-conditions.json"
+        other.write_text(json.dumps({**data, "output_lens": [n + 1 for n in data["output_lens"]]}))
+        with pytest.raises(TutorialError) as e:
+            vs_site.hold(other, card.key, card, "cpu")
+        assert "\n" not in str(e.value) and "output length" in str(e.value)
 
     def _assert_secure(self) -> None:
         """The pasted server is secure by default (issue 40): /v1 answers 401 without the set's key or with

@@ -88,21 +88,23 @@ def test_mean_decode_context():
 
 
 def test_transformers_baseline_states_its_conditions(tiny):
-    r = efficiency.hf_generate_throughput(tiny.path, batch=2, input_len=6, output_len=3, dtype="float32",
-                                          repeats=3)
+    def one(batch, *, dtype="bfloat16", repeats=3, **point):  # one condition of the baseline
+        return efficiency.hf_generate_throughput_points(tiny.path, [dict(batch=batch, **point)], dtype=dtype,
+                                                        repeats=repeats)[0]
+
+    r = one(2, input_len=6, output_len=3, dtype="float32", repeats=3)
     c = r["conditions"]
     assert (c["batch"], c["input_len"], c["output_len"], c["dtype"], c["device"], c["repeats"]) == \
         (2, 6, 3, "float32", "cpu", 3)
     assert len(r["seconds"]) == len(r["output_tokens_per_s_runs"]) == 3 and r["summary"]["n"] == 3
     assert r["output_tokens_per_s"] == r["summary"]["median"] > 0
     # given prompts of unequal length: left-padded, each row still generates exactly output_len tokens
-    g = efficiency.hf_generate_throughput(tiny.path, 2, output_len=2, dtype="float32", repeats=1,
-                                          prompt_ids=[[9707, 11, 1128], [9707, 11]])
+    g = one(2, output_len=2, dtype="float32", repeats=1, prompt_ids=[[9707, 11, 1128], [9707, 11]])
     assert g["conditions"]["input_lens"] == [3, 2] and g["conditions"]["prompt_source"] == "given token ids"
     with pytest.raises(ValueError, match="need 3"):
-        efficiency.hf_generate_throughput(tiny.path, 3, output_len=2, prompt_ids=[[1, 2]])
+        one(3, output_len=2, prompt_ids=[[1, 2]])
     with pytest.raises(ValueError, match="output_len"):
-        efficiency.hf_generate_throughput(tiny.path, 1, input_len=4)
+        one(1, input_len=4)
 
 
 @pytest.mark.slow  # the quick CPU build shows a recorded baseline; the full profile runs this
@@ -113,8 +115,9 @@ def test_transformers_baseline_in_its_own_process_with_the_benchmarks_prompts(ti
 
     from npu_tutorials.engine import isolated
 
-    r = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput", str(tiny.path), 2, 16, 2, "cpu", "float32",
-                      repeats=1, bench_seed=7, bench_num_prompts=4, timeout=600)
+    (r,) = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput_points", str(tiny.path),
+                         [dict(batch=2, input_len=16, output_len=2, bench_seed=7, bench_num_prompts=4)], "cpu",
+                         "float32", repeats=1, timeout=600)
     assert r["conditions"]["input_lens"] == [16, 16] and "seed 7, 4 prompts" in r["conditions"]["prompt_source"]
     ids = random_prompt_ids(str(tiny.path), num_prompts=4, input_len=16, output_len=2, seed=7)
     assert [len(i) for i in ids] == [16] * 4

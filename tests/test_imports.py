@@ -257,3 +257,30 @@ def test_only_the_platform_and_the_detection_tell_backends_apart_by_name():
     found = [f"{m}:{i}: {line.strip()}" for m, path in MODULES.items() if m not in allowed
              for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
     assert found == [], "ask the platform (engine.platform.platform_for(name).accelerator, ...):\n" + "\n".join(found)
+
+
+def test_every_module_a_tutorial_runs_is_hashed_for_its_rerun():
+    """A tutorial re-runs when a module that shapes what it measures changes (``site.rerun.measuring_files``,
+    derived by ``site.code_graph``; this test's own import graph checks it).  Every module that the modules the
+    gallery scripts import reach by their runtime imports, other than through the drawing modules (views and the
+    message catalog, drawn at page-build time), is among them: an edit to ``checks/e2e.py``, which writes the e2e
+    config at execution, once neither re-ran nor re-rendered its page."""
+    from npu_tutorials.site import rerun
+
+    drawing = ("npu_tutorials.views", "npu_tutorials.core.messages", "npu_tutorials.core.tables")
+    g = graph()
+    todo = sorted({node.module for p in (PKG.parents[1] / "gallery").glob("*.py")
+                   for node in ast.walk(ast.parse(p.read_text())) if isinstance(node, ast.ImportFrom)
+                   and (node.module or "").startswith("npu_tutorials")})
+    assert todo == ["npu_tutorials.tutorial"]
+    reached: set[str] = set()
+    while todo:
+        m = todo.pop()
+        if m in reached or m.startswith(drawing):
+            continue
+        reached.add(m)
+        todo += g[m]
+    measuring = {p.relative_to(PKG).as_posix() for p in rerun.measuring_files()}
+    ran = {MODULES[m].relative_to(PKG).as_posix() for m in reached}
+    assert "checks/e2e.py" in ran and "tutorial/facade.py" in ran
+    assert sorted(ran - measuring) == [], sorted(ran - measuring)

@@ -67,7 +67,49 @@ def test_first_failures():
     first, by_metric = controls.first_failures({"x": ok, "y": bad_a}, [{"rel": 0.01, "results": {"x": bad_a}},
                                                                         {"rel": 0.1, "results": {"x": bad}}])
     assert first == {"x": 0.01, "y": "baseline"}
-    assert by_metric == {"x": {"a": 0.01, "b": 0.1}, "y": {"a": "baseline", "b": None}}
+    assert by_metric == {"x": {"a": 0.01, "b": 0.1}, "y": {"a": "baseline", "b": "above baseline"}}
+    # run_ladder stops a check at its first failed verdict: a metric that had not failed by then is "above" that
+    # rung, not "never"; one that ran to the last rung without failing is never
+    first, by_metric = controls.first_failures({"x": ok, "z": ok}, [{"rel": 0.01, "results": {"x": bad_a, "z": ok}},
+                                                                    {"rel": 0.1, "results": {"z": bad_a}}], top=0.1)
+    assert first == {"x": 0.01, "z": 0.1}
+    assert by_metric == {"x": {"a": 0.01, "b": "above 0.01"}, "z": {"a": 0.1, "b": None}}
+    from npu_tutorials.checks.methods import _first
+    assert _first("above 0.01") == "not by 0.01 (the check had failed; not climbed further)" and _first(None) == "never"
+
+
+def test_the_ladder_stops_a_check_at_its_first_failed_verdict(tmp_path, monkeypatch):
+    """run_ladder climbs a check until its verdict fails, not until every metric has (a near-tie count that no
+    fault size moves kept every check climbing to the top, and a real-weights run took twice as long); a check
+    that still passes climbs on.  The engine and the checkpoint writer are fakes with run_checks' and
+    perturb_checkpoint's return shapes."""
+    from contextlib import nullcontext
+
+    ok = {"passed": True, "checks": [{"metric": "a", "passed": True}, {"metric": "b", "passed": True}]}
+    bad_a = {"passed": False, "checks": [{"metric": "a", "passed": False}, {"metric": "b", "passed": True}]}
+    ran = []
+
+    def run_checks(srv, model, ref_path, spec, vocab_size, only):
+        rel = srv
+        ran.append((rel, only))
+        return {c: (bad_a if rel and (c == "logits" or rel >= 0.1) else ok) for c in only}
+
+    monkeypatch.setattr(controls, "run_checks", run_checks)
+    monkeypatch.setattr(controls, "perturb_checkpoint",
+                        lambda right, dst, rel, family, seed: {"realized_rel": rel, "rel": rel, "dst": str(dst)})
+    spec = controls.ControlSpec(logits=object(), greedy=object())
+
+    def serve(path):
+        name = Path(path).name
+        return nullcontext(float(name.split("rel")[1]) if "rel" in name else 0)
+
+    out = controls.run_ladder(serve, tmp_path / "right", tmp_path / "ref", spec, "m", 10, tmp_path,
+                              ladder=(0.01, 0.1, 1.0), families=("mlp",), log=lambda m: None)
+    assert ran == [(0, ("logits", "greedy")), (0.01, ("logits", "greedy")), (0.1, ("greedy",))]
+    fam = out["families"]["mlp"]
+    assert fam["first_fail"] == {"logits": 0.01, "greedy": 0.1}
+    assert fam["first_fail_by_metric"] == {"logits": {"a": 0.01, "b": "above 0.01"},
+                                           "greedy": {"a": 0.1, "b": "above 0.1"}}
 
 
 # -- on the real engine ----------------------------------------------------------------------
@@ -235,3 +277,72 @@ def test_the_script_records_a_cards_ladder(tmp_path):
     assert d["check_digest"] == check_digest(spec) and stale_controls([d]) == []
     d["check_digest"] = "0" * 16
     assert "re-run scripts/negative_controls.py" in stale_controls([d])[0]
+
+
+def test_an_engine_fault_the_engine_will_not_start_with_is_recorded_as_refused_with_its_error_line(tmp_path):
+    """The precision faults exist where the CPU engine offers them: vLLM's CPU attention refuses an fp8 KV cache
+    without AVX-512 or AMX (vllm/v1/attention/backends/cpu_attn.py ``_get_attn_isa`` raises NotImplementedError
+    while the engine starts, and VLLMServer.start raises "exited with code 1 before it was ready" with its log's
+    tail).  The run records that line, runs the next fault, and the methods page shows the fault as not offered."""
+    from npu_tutorials.checks.methods import _engine_faults
+    from npu_tutorials.core.errors import TutorialError
+
+    log = ("the vLLM server exited with code 1 before it was ready; last lines of /tmp/x.log:\n"
+           "(EngineCore pid=1) Traceback (most recent call last):\n"
+           "(EngineCore pid=1)   File \"cpu_attn.py\", line 541, in _get_attn_isa\n"
+           "(EngineCore pid=1) NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX.\n"
+           "RuntimeError: Engine core initialization failed. See root cause above.")
+    started = []
+
+    class Refusing:
+        def __init__(self, path, flags):
+            started.append(flags)
+
+        def __enter__(self):
+            raise TutorialError(log)
+
+        def __exit__(self, *exc):
+            return False
+
+    faults = {"KV cache in fp8 (e4m3)": controls.PRECISION_FAULTS["KV cache in fp8 (e4m3)"],
+              "norm epsilon x 1000": {"override": {"rms_norm_eps": 0.01}}}
+    out = controls.run_engine_faults(Refusing, tmp_path, tmp_path, None, "m", 10, faults, log=lambda m: None)
+    assert started == [("--kv-cache-dtype", "fp8_e4m3"), ("--hf-overrides", '{"rms_norm_eps": 0.01}')]
+    assert out["KV cache in fp8 (e4m3)"]["refused"] == ("(EngineCore pid=1) NotImplementedError: FP8 KV cache on "
+                                                        "CPU requires x86 with AVX-512 or AMX.")
+    assert controls.refusal("port 8000 on 127.0.0.1 is busy; stop it") == "port 8000 on 127.0.0.1 is busy; stop it"
+    judged = {"results": {"greedy": {"passed": False, "checks": [{"metric": "splits at decisive positions",
+                                                                   "passed": False}]}}}
+    md = "\n".join(_engine_faults({**out, "RoPE base / 10": {"override": {"rope_theta": 1.0}, **judged}}))
+    assert "| KV cache in fp8 (e4m3) | `--kv-cache-dtype fp8_e4m3` | not offered here |" in md
+    assert "| RoPE base / 10 | `--hf-overrides {\"rope_theta\": 1.0}` | FAIL: splits at decisive positions |" in md
+    assert "the engine refused to start with it on the recording host: `(EngineCore pid=1) NotImplementedError" in md
+
+
+def test_an_engine_fault_that_kills_the_server_while_judged_is_recorded_as_a_loud_failure(tmp_path, monkeypatch):
+    """A fault the engine starts with and then dies on (VLLMServer names the dead server, a TutorialError) is
+    recorded with that line, the next fault still runs, and the methods page shows every check failing."""
+    from npu_tutorials.checks.methods import _engine_faults
+    from npu_tutorials.core.errors import TutorialError
+
+    class Starting:
+        def __init__(self, path, flags):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def dies(*a, **k):
+        raise TutorialError("the vLLM server exited with code -11 while serving; last lines:\nSegmentation fault")
+
+    monkeypatch.setattr(controls, "run_checks", dies)
+    out = controls.run_engine_faults(Starting, tmp_path, tmp_path, None, "m", 10,
+                                     {"a": {"args": ["--x"]}, "b": {"args": ["--y"]}}, log=lambda m: None)
+    assert out["a"]["died"].startswith("the vLLM server exited with code -11") and "died" in out["b"]
+    judged = {"results": {"greedy": {"passed": True, "checks": []}}}
+    md = "\n".join(_engine_faults({"ok": judged, **out}))
+    assert "| a | `--x` | FAIL: the engine failed a request |" in md
+    assert "*a*: the engine started, then failed while judged: `the vLLM server exited with code -11" in md

@@ -44,6 +44,10 @@ def test_the_landing_grid_links_every_page_and_draws_its_picture(tmp_path, monke
             set(links) == {f"tutorials/models/{s}.html" for s in tutorials()}
         assert words in grid and "Qwen3ForCausalLM" in grid
         imgs = re.findall(r'src="(_images/[^"]+\.png)"', grid + figure)
-        with_runs = [k for k in tutorials().values() if k != "smollm2-135m-instruct"]  # no record of it here
+        with_runs = list(tutorials().values())  # each has a run: this build's or a recorded one
         assert len(imgs) == len(with_runs) + 1 and all((tmp_path / lang / p).is_file() for p in imgs)
         assert "\n\n" not in grid  # one raw HTML block in the Markdown page
+        # the comparison figure's rows as a CSV under it (issue 56): a row per bar pair, model and hardware named
+        (csv_link,) = re.findall(r'<a href="(_data/[^"]+\.csv)" download>', figure)
+        rows = (tmp_path / lang / csv_link).read_text("utf-8").splitlines()
+        assert len(rows) >= 2 and rows[0].split(",")[:2] == (["model", "hardware"] if lang == "en" else ["模型", "硬件"])

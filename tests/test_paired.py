@@ -209,6 +209,27 @@ def test_the_document_draws_as_a_table_and_a_forest_plot_in_both_languages():
     assert "B worse" not in repr(zh) and "median TPOT" not in repr(zh)
 
 
+def test_a_throughput_change_shows_the_latency_of_the_same_rounds_in_its_row():
+    """Issue 56: a gain bought with latency shows in the row that calls the gain; no change, no latency beside."""
+    doc = Comparison.model_validate(json.loads(_comparison().model_dump_json()))
+    rng = random.Random(3)
+    a, b = [], []
+    for _i in range(6):
+        host = 1.0 + 0.3 * rng.random()
+        a.append({"output_throughput": 100 / host, "median_ttft_ms": 50 * host, "median_tpot_ms": 20 * host})
+        b.append({"output_throughput": 120 / host, "median_ttft_ms": 65 * host, "median_tpot_ms": 21 * host})
+    doc.rounds_a, doc.rounds_b, doc.order = a, b, paired.order_of(6, "AB")
+    doc.ratios = paired.paired_ratios(a, b, METRICS)
+    rows = {r[0]: r for r in paired_table(doc).rows}
+    assert rows["output throughput"][-1] == "B better; in the same rounds: median TTFT +30.0 %, median TPOT +5.0 %"
+    assert rows["median TTFT"][-1] == "B worse"
+    with language("zh_CN"):
+        zh = {r[0]: r for r in paired_table(doc).rows}
+    assert any("+30.0 %" in r[-1] and "B better" not in r[-1] for r in zh.values())
+    doc.ratios = paired.paired_ratios(a, a, METRICS)
+    assert {r[0]: r for r in paired_table(doc).rows}["output throughput"][-1] == "no measurable change"
+
+
 @pytest.mark.engine
 @pytest.mark.slow
 def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
@@ -248,6 +269,9 @@ def test_make_compare_runs_two_flag_sets_on_the_tiny_stand_in(tmp_path):
     assert not list((tmp_path / "docker").glob("*.pid"))  # no container left
     assert all(r.k == 2 and r.low > 0 for r in doc.ratios) and doc.weights.kind == "stand-in"
     assert "Paired comparison" in p.stdout and "B/A" in p.stdout
+    # 2 rounds can call nothing: said before the rounds are spent, and the table's note states the rule applied
+    assert "make compare: 2 rounds cannot call a change" in p.stderr
+    assert "covers at least 95 % (6 rounds or more) and excludes 1" in p.stdout
     paired_table(doc), paired_forest(doc)
 
 

@@ -155,6 +155,11 @@ def test_a_comparison_that_stopped_early_says_so_under_its_record_in_both_langua
     english = paired_markdown("en", tmp_path / "images")
     assert 'It stopped before the rounds it was asked for; the record says why: "after round 6 of 30: out of memory"' \
         in english
+    # its table and its forest plot each with their CSV (the plot's: every round's ratio) and the record's identifier
+    from npu_tutorials.record.results import document_id
+    assert english.count("Download as CSV") == 2 and english.count(document_id(path)) >= 2
+    (forest,) = [f for f in (tmp_path / "_data").iterdir() if "table" not in f.name]
+    assert len(forest.read_text().splitlines()) == 1 + 6 * 3  # a header, 6 rounds of each of the 3 figures
     assert "它在完成所要求的轮数之前就停止了" in paired_markdown("zh_CN", tmp_path / "images")
     write_record({**doc.model_dump(mode="json")}, path)  # a complete run: no such line
     assert "It stopped before" not in paired_markdown("en", tmp_path / "images")

@@ -183,13 +183,14 @@ def test_a_page_drawn_from_a_record_that_no_longer_fits_fails_the_check(tmp_path
     monkeypatch.setenv("TUTORIAL_RECORDED_DIR", str(tmp_path / "rec"))
     page = tmp_path / "html" / "tutorials" / "models" / "qwen3_1_7b.html"
     page.parent.mkdir(parents=True)
-    page.write_text(f'<div class="{CHECK_MARK}"></div>' + '<div class="tut-table"></div>' * 4)
+    csv = '<p class="tut-data"></p>'  # under each table and figure
+    page.write_text(f'<div class="{CHECK_MARK}"></div>' + ('<div class="tut-table"></div>' + csv) * 4)
     assert check_page(tmp_path, "qwen3_1_7b", "qwen3-1.7b", strict=True) == [
         "qwen3_1_7b: the page is drawn from a recorded run, and no recorded document of qwen3-1.7b fits its card "
         "now (make record one on a machine that fits it)"]
     doc = _record_of(tmp_path)
     write_doc(doc, tmp_path / "rec" / "qwen3-1.7b" / "npu-x.json")
-    page.write_text(page.read_text() + '<img class="sphx-glr-single-img"> <div class="tut-freshness"></div>'
+    page.write_text(page.read_text() + '<img class="sphx-glr-single-img tut-figure">' + csv + '<div class="tut-freshness"></div>'
                     + f"{doc.provenance.built_at} {doc.provenance.git_commit}")
     (tmp_path / "html" / "api" / "bundles").mkdir(parents=True)
     (tmp_path / "html" / "api" / "bundles" / "qwen3_1_7b.zip").write_bytes(b"PK")

@@ -1,5 +1,5 @@
 """scripts/repeatability.py end to end on the tiny stand-in: independent runs of the page's own steps,
-one record per machine kind and model, which the gate refuses below its minimum number of runs."""
+one record per machine kind and model, which is refused below its minimum number of runs."""
 
 import json
 import subprocess
@@ -14,10 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.engine
-@pytest.mark.slow  # the gate's own arithmetic on records: test_results_doc
-def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
+@pytest.mark.slow  # the noise limits' arithmetic on records: test_results_doc
+def test_two_runs_of_the_pages_steps_make_a_record_too_short_to_use(tmp_path):
     require_vllm()
-    from npu_tutorials.checks.gate import MIN_RUNS, NoiseRecordError, read_noise_record
+    from npu_tutorials.checks.noise import MIN_RUNS, NoiseRecordError, read_noise_record
     from npu_tutorials.record.headline import gated_steps
     from npu_tutorials.inputs.cards import load_card
 
@@ -40,7 +40,7 @@ def test_two_runs_of_the_pages_steps_make_a_record_the_gate_refuses(tmp_path):
                         "--out-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=1500,
                        env={**__import__("os").environ, "TUTORIAL_CACHE": str(ROOT / ".cache")})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    assert "appended to the 2 runs of" in p.stdout
+    assert "appended to the 2 runs of" in p.stdout and "noise limit for one run" in p.stdout
     rec = json.loads(path.read_text())
     assert all(len(v) == 3 for v in rec["headline_runs"].values())
     assert all(r["date"] and r["commit"] for r in rec["runs"])

@@ -171,7 +171,7 @@ def test_stale_results_and_unlabelled_pages_fail_the_built_check(tmp_path):
     from npu_tutorials.record.results import write_doc
 
     build = tmp_path / "b"
-    good = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
+    good = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div><p class="tut-data"></p>' * 3 +
             '<img class="sphx-glr-single-img"> 2026-11-29T10:00:00+00:00 abc123')
     _page(build, "qwen2_5_0_5b", good)
     write_doc(make_doc(built_at="2026-11-28T09:00:00+00:00"), build / "results" / "qwen2.5-0.5b.json")
@@ -333,7 +333,7 @@ def test_the_end_of_make_html_judges_only_the_selected_tutorials(tmp_path):
 
     build = tmp_path / "b"
     doc = make_doc()
-    good = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div>' * 3 +
+    good = ('<div class="tut-freshness"></div><div class="sphx-glr-script-out"></div>' + '<div class="tut-table"></div><p class="tut-data"></p>' * 3 +
             f'<img class="sphx-glr-single-img"> {doc.provenance.built_at} {doc.provenance.git_commit}')
     _page(build, "qwen2_5_0_5b", good)
     write_doc(doc, build / "results" / "qwen2.5-0.5b.json")

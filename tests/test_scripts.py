@@ -44,6 +44,18 @@ def test_record_stores_a_complete_document_and_refuses_a_failed_one(tmp_path):
              env={"TUTORIAL_ONLY": "qwen3_0_6b"})
     assert p.returncode == 2 and "refusing to record a failed run" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "rec2").exists()
+    # make record MODEL=...: that model only, the failed leftover of another left alone; an unknown one is a line
+    shutil.copy(RECORD, build / "qwen2.5-0.5b.json")
+    data = json.loads(RECORD.read_text())
+    data["model"] = "qwen2.5-0.5b"
+    (build / "qwen2.5-0.5b.json").write_text(json.dumps(data))
+    p = _run("record.py", "--build-dir", str(tmp_path / "_build"), "--into", str(tmp_path / "rec3"),
+             "--model", "qwen2.5-0.5b")
+    assert p.returncode == 0 and (tmp_path / "rec3" / "qwen2.5-0.5b" / RECORD.name).is_file(), p.stderr
+    assert not (tmp_path / "rec3" / "qwen3-0.6b").exists()
+    p = _run("record.py", "--build-dir", str(tmp_path / "_build"), "--model", "qwen9")
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        p.stderr.strip()] and p.stderr.startswith("error: make record: no model card 'qwen9' (known: "), p.stderr
 
 
 @pytest.fixture(scope="module")

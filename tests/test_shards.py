@@ -27,7 +27,8 @@ FAKE = '''"""
 {title}
 {underline}
 
-A fast stand-in for a tutorial: it writes a results document and shows views of it.
+A fast stand-in for a tutorial: it writes a results document and shows views of it (each cell leaves its
+view's reference, drawn with its CSV when the page is built, as on a tutorial's page).
 """
 import sys
 
@@ -36,14 +37,14 @@ from docs import make_doc  # noqa: E402
 
 from npu_tutorials.inputs.cards import load_card  # noqa: E402
 from npu_tutorials.record.results import git_commit, write_doc  # noqa: E402
-from npu_tutorials.views import Views  # noqa: E402
+from npu_tutorials.views import Show, Views  # noqa: E402
 
 # the model of this page (as a tutorial names it): Tutorial("{key}")
 with open({counter!r}, "a") as runs:  # each execution, counted: the second language runs nothing
     runs.write("{key}\\n")
 doc = make_doc("{key}", built_at="2026-11-30T0{n}:00:00+00:00", commit=git_commit(), throughput={n}0.0)
 write_doc(doc)
-show = Views(doc, load_card("{key}"))
+show = Show(Views(doc, load_card("{key}")), "{key}")  # as a tutorial's tut.show: drawn by the page build
 show.serving.bench_table()
 
 # %%
@@ -188,8 +189,11 @@ def test_both_languages_of_a_tutorial_page_render_in_chromium(fast, tmp_path):
         if "tutorials/" in page:  # the fast tutorial shows a table (the benchmark) and a figure (its plot)
             assert len(v.tables) >= 2 and all(t["width"] > 0 for t in v.tables), (page, v.tables)
             assert len(v.images) >= 1 and all(i["ok"] and i["width"] > 100 for i in v.images), (page, v.images)
-            # issue 41: the page opens with where its numbers come from; its bundle link answers on the site
-            assert v.fresh == 1 and [a["status"] for a in v.fresh_links if not a["external"]] == [200], v.fresh_links
+            # issue 41: the page opens with where its numbers come from; its document's and its bundle's links (issue
+            # 56: the document by its identifier) answer on the site
+            internal = [a for a in v.fresh_links if not a["external"]]
+            assert v.fresh == 1 and [a["status"] for a in internal] == [200, 200], v.fresh_links
+            assert "/api/documents/doc-" in internal[0]["href"] and internal[1]["href"].endswith(".zip")
             assert all(t["fits"] for t in v.tables), (page, v.tables)
         else:  # the landing page: a card per model and the comparison figure, drawn
             assert v.cards == 2 and any("models_compared" in i["src"] and i["ok"] for i in v.images), v.images

@@ -23,9 +23,8 @@ def test_qa_scoring():
     assert tasks.qa_correct("Not London: the capital is Paris.", ["Paris"])
     card = load_card("qwen-1_8b-chat")
     outs = ["北京", "1+1=3", "你好！", "一年有12个月", "土星"]
-    table, correct = tasks.qa_table(card.accuracy.qa.items, outs, real_weights=False)
-    assert correct == 3 and "measures nothing" in table.note
-    assert [r[3] for r in table.rows] == ["correct", "wrong", "correct", "correct", "wrong"]
+    assert [tasks.qa_correct(o, i.expected) for o, i in zip(outs, card.accuracy.qa.items)] == [True, False, True,
+                                                                                             True, False]
 
 
 def test_gsm_answer_extraction():
@@ -39,10 +38,6 @@ def test_gsm_answer_extraction():
 def test_malformed_expected_answer_surfaces():
     with pytest.raises(TutorialError, match="not a number"):
         tasks.gsm_correct("#### 7", "seven")
-    assert tasks.gsm_score(["#### 7", "8"], [tasks.GSMProblem("q", "7"), tasks.GSMProblem("q", "9")]) == \
-        {"correct": 1, "total": 2, "accuracy_pct": 50.0, "per_problem": [True, False]}
-    with pytest.raises(TutorialError, match="1 outputs for 2 problems"):
-        tasks.gsm_score(["7"], [tasks.GSMProblem("q", "7")] * 2)
 
 
 def test_offline_gsm_set_is_reproducible_and_says_why():
@@ -53,7 +48,6 @@ def test_offline_gsm_set_is_reproducible_and_says_why():
     assert [p.question for p in a.problems] == [p.question for p in b.problems] and all(p.answer for p in a.problems)
     assert [p.question for p in tasks.gsm_set(3, seed=43).problems] != [p.question for p in a.problems]
     assert a.to_dict()["num_problems"] == 3
-    assert tasks.gsm_problems(3, 42) == (a.source, a.problems)  # the old name, same set
 
 
 def test_hub_set_is_used_when_the_hub_answers(monkeypatch):

@@ -358,6 +358,10 @@ def test_the_servers_an_npu_build_of_each_card_starts_for_tuning(npu_build):
         assert all(r.fraction and r.tpot_ms.n > 1 and r.throughput_high.n == (3 if r.name == plan.EAGER else
                                                                               plan.PAIRED_ROUNDS) for r in out.rows)
         assert out.rows[1].startup_s == 42.0 and not out.rows[1].vs_graph  # graph mode's own servers
+        # the latency beside the throughput at the highest concurrency: TPOT and TTFT there, medians over the rounds
+        assert all(r.tpot_high_ms.n == (4 if r.name == plan.EAGER else plan.PAIRED_ROUNDS)  # requests; rounds
+                   and r.ttft_high_ms.median == 100.0 for r in out.rows)
+        assert out.rows[1].tpot_high_ms.median == pytest.approx(20.0 * 0.9)  # the image's task queue level 1
         vs = {r.name.removeprefix("graph mode + "): plan.verdict(r, out.rows[1]) for r in out.rows[2:]}
         assert vs["full decode graph"] == "better" and vs["task queue level 2"] == "worse"
         assert vs["CPU affinity"] == "no measurable change"  # the fake device: no effect
@@ -486,6 +490,9 @@ def test_the_tuning_views_name_each_verdict_the_skipped_knobs_and_the_sources(np
     assert verdicts["graph mode + full decode graph"] == "better" and verdicts["graph mode + weight prefetch"] == "worse"
     assert verdicts["graph mode + task queue level 2"] == "worse"  # against the image's level 1
     assert verdicts["graph mode + CPU affinity"] == "no measurable change" and verdicts[plan.GRAPH] == "–"
+    # a throughput gain at 16 has its latency there beside it, in the same row (issue 56)
+    at16 = {r[0]: r[table.columns.index("TPOT at 16 (ms)")] for r in table.rows}
+    assert at16["graph mode + full decode graph"].startswith("14.4 (")  # 20 ms x 0.8 x 0.9 (the image's level 1) and "TTFT at 16 (ms)" in table.columns
     full = {r[0]: r[-1] for r in table.rows}["graph mode + full decode graph"]
     assert full == "better: TPOT -20.0 % [-20.0, -20.0]; tok/s +25.0 % [+25.0, +25.0]"  # the fake device: exact
     assert "graph mode + block size 128" not in verdicts and "graph mode + async scheduling" not in verdicts

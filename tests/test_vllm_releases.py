@@ -200,7 +200,27 @@ def test_each_releases_benchmark_file_reads_into_the_same_figures(version, raw_s
     assert set(s) == {k for _l, k, _u in SUMMARY_ROWS} - NOT_STORED and s["completed"] == 4
     tpot = res.per_request_tpot_ms()
     assert len(tpot) == 4
-    assert statistics.median(tpot) == pytest.approx(res.data["median_tpot_ms"], rel=1e-3)
+    # rel 1e-3, or 1 us: the client takes a request's latency and its TTFT from two clock reads, so a request
+    # whose tokens came in one chunk has a TPOT of a few hundred nanoseconds below 0 in the file, 0 from its itls
+    assert statistics.median(tpot) == pytest.approx(res.data["median_tpot_ms"], rel=1e-3, abs=1e-3)
+    # the reader's side (scripts/vs_site.py) reads the same file of every release into the same figures
+    from npu_tutorials.checks import vs_site
+    mine = vs_site.reader_figures(vs_site.read_result(res.json_path))
+    assert mine["median_tpot_ms"] == statistics.median(tpot)
+    assert mine["output_throughput"] == res.data["output_throughput"] and mine["median_ttft_ms"] == res.data["median_ttft_ms"]
+
+
+def test_a_request_whose_tokens_came_in_one_chunk_has_the_tpot_vllm_gives_it(tmp_path):
+    """vLLM's ``calculate_metrics`` (``vllm/benchmarks/serve.py``, every declared release) gives a request of more
+    than one token ``(latency - ttft) / (output_len - 1)``; its client sets ``latency`` at the last chunk, so a
+    request answered in one chunk has no ``itl`` and a TPOT of 0, which stays in the median."""
+    from npu_tutorials.engine.bench import BenchResult
+    from npu_tutorials.inputs.cards import BenchProfile
+
+    res = BenchResult(BenchProfile(num_prompts=3, input_len=4, output_len=6),
+                      {"itls": [[], [0.01] * 5, []], "output_lens": [6, 6, 1], "ttfts": [0.1] * 3},
+                      tmp_path / "run.json", [])
+    assert res.per_request_tpot_ms() == [0.0, pytest.approx(10.0)]
 
 
 def test_a_result_file_without_a_key_stops_in_one_line_naming_the_version(tmp_path):

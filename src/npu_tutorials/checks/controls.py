@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -29,7 +30,6 @@ from ..inputs.accuracy_spec import ConsistencyCheck, GreedyCheck, LogitsCheck, Q
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
 from ..record.results import scrub
-from ..inputs.cards import known_models, load_card
 from ..measure import metrics, reference
 
 MARKER = "PERTURBED.json"
@@ -165,39 +165,6 @@ def spec_for_card(card, stop_ids: list[int] | None = None) -> ControlSpec:
                        greedy=a.greedy, text=a.qa, stop_ids=stop_ids, source=f"cards/{card.key}.yaml", splits=a.splits)
 
 
-def combined_spec(stop_ids: list[int] | None = None) -> ControlSpec:
-    """Every check of every card on one engine (each check from the card that declares it)."""
-    spec, sources = ControlSpec(stop_ids=stop_ids), []
-    for key in known_models():
-        own = spec_for_card(load_card(key))
-        for c in own.checks:
-            # chat consistency's limits are a trained model's chat-answer floor: no stand-in is judged by them
-            if getattr(spec, c) is None and c != "chat_consistency":
-                setattr(spec, c, getattr(own, c))
-                sources.append(f"{c} from cards/{key}.yaml")
-    spec.source = ", ".join(sources)
-    return spec
-
-
-def trimmed(spec: ControlSpec, prompts: int = 2, words: int = 7) -> ControlSpec:
-    """The same checks and thresholds on fewer inputs (tests: each full-vocabulary request costs seconds,
-    one per position of the consistency text): the first ``prompts`` prompts of each check, and the first
-    ``words`` words of the consistency text's first sentence."""
-    out = ControlSpec(stop_ids=spec.stop_ids, source=spec.source + f"; trimmed to {prompts} prompts per check",
-                      splits=spec.splits)
-    if spec.logits:
-        out.logits = spec.logits.model_copy(update={"prompts": spec.logits.prompts[:prompts]})
-    if spec.consistency:
-        first = re.split(r"(?<=[.。!?])\s*", spec.consistency.text.strip(), maxsplit=1)[0]
-        out.consistency = spec.consistency.model_copy(update={"text": " ".join(first.split()[:words])})
-    if spec.greedy:
-        out.greedy = spec.greedy.model_copy(update={"prompts": spec.greedy.prompts[:prompts],
-                                                    "chat_prompts": spec.greedy.chat_prompts[:prompts]})
-    if spec.text:
-        out.text = spec.text.model_copy(update={"items": spec.text.items[:prompts], "text_exact_min": None})
-    return out
-
-
 def _verdict_dict(v, figures: dict) -> dict:
     return {"passed": v.passed, "checks": [{"metric": m, "measured": val, "threshold": th, "passed": ok}
                                            for m, val, th, ok in v.checks], "figures": figures}
@@ -247,12 +214,16 @@ def run_checks(server: VLLMServer, model: str, ref_path: str | Path, spec: Contr
     return out
 
 
-def first_failures(baseline: dict, rungs: list[dict]) -> tuple[dict, dict]:
+def first_failures(baseline: dict, rungs: list[dict], top: float | None = None) -> tuple[dict, dict]:
     """From ladder results: ``({check: smallest rel whose verdict is FAIL, or None}, {check: {metric:
     smallest rel at which that metric alone fails, or None}})``.  A check or metric that already
-    fails on the right checkpoint maps to ``"baseline"``."""
+    fails on the right checkpoint maps to ``"baseline"``.  A metric that had not failed when its check stopped
+    climbing (:func:`run_ladder` stops a check at its first failed verdict) maps to ``"above <rel>"``, the last
+    rung the check ran (``"above baseline"`` for a check that failed on the right one), unless that rung is the
+    ladder's ``top``: not "never"."""
     checks = {c: None for c in baseline}
     metrics_ = {c: {m["metric"]: None for m in baseline[c]["checks"]} for c in baseline}
+    last: dict = {c: "baseline" for c in baseline}
     for c, res in baseline.items():
         if not res["passed"]:
             checks[c] = "baseline"
@@ -261,40 +232,83 @@ def first_failures(baseline: dict, rungs: list[dict]) -> tuple[dict, dict]:
                 metrics_[c][m["metric"]] = "baseline"
     for rung in rungs:
         for c, res in rung["results"].items():
+            last[c] = rung["rel"]
             if checks.get(c) is None and not res["passed"]:
                 checks[c] = rung["rel"]
             for m in res["checks"]:
                 if metrics_[c].get(m["metric"]) is None and not m["passed"]:
                     metrics_[c][m["metric"]] = rung["rel"]
+    for c, by in metrics_.items():
+        if checks[c] is not None and last[c] == checks[c] and last[c] != top:
+            for m, v in by.items():
+                if v is None:
+                    by[m] = f"above {last[c]:g}" if isinstance(last[c], float) else f"above {last[c]}"
     return checks, metrics_
 
 
 def config_faults(config: dict) -> dict[str, dict]:
     """Engine-only faults: config values an engine could misread, each as the ``--hf-overrides`` that makes vLLM
-    read it so while the fp32 reference keeps the true config: ``{name: override}`` for those ``config`` has."""
+    read it so while the fp32 reference keeps the true config: ``{name: {"override": ...}}`` for those ``config``
+    has."""
     out: dict[str, dict] = {}
     rope = config.get("rope_parameters") or (
         {"rope_type": "default", "rope_theta": config["rope_theta"]} if config.get("rope_theta") else None)
     if rope and rope.get("rope_theta"):
-        out["RoPE base / 10"] = {"rope_parameters": {**rope, "rope_theta": rope["rope_theta"] / 10}}
-        out["RoPE read as linear scaling x 2"] = {"rope_parameters": {**rope, "rope_type": "linear", "factor": 2.0}}
+        out["RoPE base / 10"] = {"override": {"rope_parameters": {**rope, "rope_theta": rope["rope_theta"] / 10}}}
+        out["RoPE read as linear scaling x 2"] = {
+            "override": {"rope_parameters": {**rope, "rope_type": "linear", "factor": 2.0}}}
     if config.get("rms_norm_eps"):
-        out["norm epsilon x 1000"] = {"rms_norm_eps": config["rms_norm_eps"] * 1000}
+        out["norm epsilon x 1000"] = {"override": {"rms_norm_eps": config["rms_norm_eps"] * 1000}}
     return out
+
+
+# precision faults: the engine keeps fewer bits than the page's dtype where the CPU engine offers it (vLLM's CPU
+# attention stores the KV cache in fp8 on x86 with AVX-512 or AMX, vllm/v1/attention/backends/cpu_attn.py
+# _get_attn_isa; elsewhere it refuses to start, and the record says so)
+PRECISION_FAULTS = {"KV cache in fp8 (e4m3)": {"args": ["--kv-cache-dtype", "fp8_e4m3"]},
+                    "KV cache in fp8 (e5m2)": {"args": ["--kv-cache-dtype", "fp8_e5m2"]}}
+
+
+def fault_flags(fault: dict) -> tuple[str, ...]:
+    """The server flags of an engine fault (``{"override": --hf-overrides JSON, "args": [flags]}``)."""
+    return (*(("--hf-overrides", json.dumps(fault["override"])) if fault.get("override") else ()),
+            *fault.get("args", ()))
+
+
+def refusal(message: str) -> str:
+    """One line of a server's failed start: the first error its log's tail shows, the root cause (vLLM's engine
+    core prints it before the API server's "RuntimeError: Engine core initialization failed. See root cause
+    above."), else the message's first line."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"\b\w*(Error|Exception): ", ln)]
+    return (errors[0] if errors else lines[0] if lines else "refused")[:300]
 
 
 def run_engine_faults(serve: Callable[..., VLLMServer], right: Path, ref_path: Path, spec: ControlSpec, model: str,
                       vocab_size: int, faults: dict[str, dict], log: Callable[[str], None] = print) -> dict:
-    """Each engine-only fault of ``faults`` (``{name: --hf-overrides}``, :func:`config_faults`): the right
-    checkpoint served with it (``serve(path, overrides)``), every check of ``spec``.  Returns ``{name:
-    {"override", "results": run_checks(...)}}``."""
+    """Each engine-only fault of ``faults`` (``{name: {"override", "args"}}``, :func:`config_faults`,
+    :data:`PRECISION_FAULTS`): the right checkpoint served with its flags (``serve(path, flags)``), every check of
+    ``spec``.  Returns ``{name: {**fault, "results": run_checks(...)}}``, or ``{**fault, "refused": why}`` where the
+    engine would not start with it (one line: the fault is not offered there), or ``{**fault, "died": why}`` where
+    it started and then failed a request (every page would fail loudly on it)."""
     out = {}
-    for name, override in faults.items():
-        with serve(right, override) as srv:
-            res = run_checks(srv, model, ref_path, spec, vocab_size)
-        out[name] = {"override": override, "results": res}
-        log(f"{name} ({json.dumps(override)}): " + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}"
-                                                            for c, r in res.items()))
+    for name, fault in faults.items():
+        flags = " ".join(fault_flags(fault))
+        with ExitStack() as stack:
+            try:  # only the start is a refusal
+                srv = stack.enter_context(serve(right, fault_flags(fault)))
+            except TutorialError as exc:
+                out[name] = {**fault, "refused": refusal(str(exc))}
+                log(f"{name} ({flags}): the engine refused it: {out[name]['refused']}")
+                continue
+            try:
+                res = run_checks(srv, model, ref_path, spec, vocab_size)
+            except TutorialError as exc:  # it started, then failed a request: a page would fail loudly too
+                out[name] = {**fault, "died": refusal(str(exc))}
+                log(f"{name} ({flags}): the engine failed while judged: {out[name]['died']}")
+                continue
+        out[name] = {**fault, "results": res}
+        log(f"{name} ({flags}): " + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}" for c, r in res.items()))
     return out
 
 
@@ -303,9 +317,11 @@ def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path,
                families: tuple[str, ...] = tuple(FAMILIES), seed: int = 0,
                log: Callable[[str], None] = print) -> dict:
     """The right checkpoint, then for each tensor family each rung of ``ladder`` (one server each,
-    ``serve(path)`` starts it), until every metric of every check has failed once for that family.
-    A check whose metrics have all failed is not run again for that family.  ``None`` in the
-    first-failure maps: no FAIL up to the ladder's top.
+    ``serve(path)`` starts it), until every check's verdict has failed once for that family.  A check
+    whose verdict has failed is not run again for that family (its metrics that had not failed by then read
+    ``"above <rel>"``: :func:`first_failures`; climbing on until every metric fails doubled a real-weights
+    run, for lines such as a near-tie count that no fault size moves).  ``None`` in the first-failure maps:
+    no FAIL up to the ladder's top.
 
     Returns ``{"baseline": run_checks(...), "families": {family: {"rungs": [{"rel", "perturbation":
     perturb_checkpoint(...), "results": run_checks(...)}], "first_fail": {...},
@@ -315,8 +331,8 @@ def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path,
             return run_checks(srv, model, ref_path, spec, vocab_size, only)
 
     def still_pending(rungs_: list[dict]) -> tuple[str, ...]:
-        _, by_metric = first_failures(baseline, rungs_)
-        return tuple(c for c in spec.checks if any(v is None for v in by_metric[c].values()))
+        first, _ = first_failures(baseline, rungs_, max(ladder))
+        return tuple(c for c in spec.checks if first[c] is None)
 
     baseline = checks_on(right, spec.checks)
     log("right checkpoint: " + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}" for c, r in baseline.items()))
@@ -335,7 +351,7 @@ def run_ladder(serve: Callable[[Path], VLLMServer], right: Path, ref_path: Path,
             log(f"{family} rel {rel:g} (realized {meta['realized_rel']:.3g}): "
                 + ", ".join(f"{c} {'PASS' if r['passed'] else 'FAIL'}" for c, r in res.items()))
             pending = still_pending(rungs)
-        first, by_metric = first_failures(baseline, rungs)
+        first, by_metric = first_failures(baseline, rungs, max(ladder))
         out[family] = {"rungs": rungs, "first_fail": first, "first_fail_by_metric": by_metric}
     return {"baseline": baseline, "families": out}
 

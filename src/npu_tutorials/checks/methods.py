@@ -15,9 +15,8 @@ from pathlib import Path
 from ..record.results import recorded_dir
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
-from .controls import check_digest, spec_for_card
-from .gate import CONFIRM, Noise, NoiseRecordError, read_noise_record, resolution
-from .generations import of_runs
+from .controls import check_digest, fault_flags, spec_for_card
+from .noise import Noise, NoiseRecordError, limits_for, of_runs, read_noise_record
 
 CHECK_NAMES = {"logits": "last-position logits", "consistency": "every-position consistency",
                "chat_consistency": "every-position consistency over a chat answer",
@@ -106,6 +105,10 @@ def floors_markdown() -> str:
 
 # -- negative controls -------------------------------------------------------------------
 def _first(v) -> str:
+    if v == "above baseline":
+        return "not climbed (the check fails on the right one)"
+    if isinstance(v, str) and v.startswith("above "):
+        return f"not by {v[6:]} (the check had failed; not climbed further)"
     return "never" if v is None else ("already on the right one" if v == "baseline" else f"{v:g}")
 
 
@@ -133,30 +136,35 @@ def stale_controls(records: list[dict] | None = None) -> list[str]:
     return out
 
 
-def _thresholds(spec: dict, check: str) -> str:
-    s = spec.get(check) or {}
-    if check == "text":
-        return f"at least {s.get('exact_min')} of {len(s.get('items', []))} identical"
-    t = s.get("thresholds") or {}
-    return ", ".join(f"{k} {v:g}" for k, v in t.items())
-
-
 def _engine_faults(faults: dict) -> list[str]:
-    """The engine-only faults of a real-weights control run: each check's verdict, and the lines that failed."""
+    """The engine-only faults of a real-weights control run: each check's verdict, and the lines that failed; a
+    fault the engine would not start with, its one line."""
+    judged, refused = [f for f in faults.values() if "results" in f], []
     if not faults:
         return []
-    checks = list(next(iter(faults.values()))["results"])
-    out = ["Engine-only faults (the right weights, served with vLLM's `--hf-overrides`; the fp32 reference keeps "
-           "the true config):", "", "| fault | override | " + " | ".join(CHECK_NAMES.get(c, c) for c in checks)
+    checks = list(judged[0]["results"]) if judged else []
+    out = ["Engine-only faults (the right weights, served with one flag that makes vLLM misread a config value, "
+           "`--hf-overrides`, or keep fewer bits, `--kv-cache-dtype`; the fp32 reference keeps the true config and "
+           "precision):", "", "| fault | server flags | " + " | ".join(CHECK_NAMES.get(c, c) for c in checks)
            + " |", "|---|---|" + "---|" * len(checks)]
     for name, f in faults.items():
+        flags = " ".join(fault_flags(f))
+        if "refused" in f:
+            out.append(f"| {name} | `{flags}` | " + " | ".join(["not offered here"] * len(checks)) + " |")
+            refused.append(f"*{name}*: the engine refused to start with it on the recording host: `{f['refused']}`.")
+            continue
+        if "died" in f:
+            out.append(f"| {name} | `{flags}` | " + " | ".join(["FAIL: the engine failed a request"] * len(checks))
+                       + " |")
+            refused.append(f"*{name}*: the engine started, then failed while judged: `{f['died']}`.")
+            continue
         cells = []
         for c in checks:
             r = f["results"].get(c)
             failed = [m["metric"] for m in r["checks"] if not m["passed"]] if r else []
             cells.append("–" if r is None else ("PASS" if r["passed"] else "FAIL: " + "; ".join(failed)))
-        out.append(f"| {name} | `{json.dumps(f['override'])}` | " + " | ".join(cells) + " |")
-    return out + [""]
+        out.append(f"| {name} | `{flags}` | " + " | ".join(cells) + " |")
+    return out + [""] + [r + "\n" for r in refused]
 
 
 def _held_out(h: dict | None) -> list[str]:
@@ -231,8 +239,8 @@ def _sessions(runs: list[dict]) -> str:
 
 
 def repeatability_markdown() -> str:
-    """Per repeatability record: each gated figure over the runs, the gate's limit they support (its
-    resolution) and the leave-one-out false alarms."""
+    """Per repeatability record: each gated figure over the runs, how far apart and how wide within a run, and the
+    limit for one run they support (what ``scripts/vs_site.py`` widens a reader's ordinary band by)."""
     d = Path(recorded_dir()) / "methods"
     paths = sorted(d.glob("repeatability-*.json")) if d.is_dir() else []
     if not paths:
@@ -252,15 +260,11 @@ def repeatability_markdown() -> str:
                 f"{p['weights']}; steps: {', '.join(rec['steps'])}; {len(rec['runs'])} independent runs"
                 + _sessions(rec["runs"]) + ".", "",
                 "| figure | each run's median | apart (max / min - 1) | within each run (IQR / median) | "
-                f"gate limit, median of {CONFIRM + 1} (resolution) | one measurement (make record) | card's limit | "
-                "leave-one-out false alarms |", "|---|---|---|---|---|---|---|---|"]
+                "noise limit for one run | card's limit |", "|---|---|---|---|---|---|"]
         card = load_card(p["model"])
-        res = resolution(card, Noise(len(rec["runs"]), rec["headline_runs"], path.name, confirm=CONFIRM))
-        one = resolution(card, Noise(len(rec["runs"]), rec["headline_runs"], path.name))
+        limits, floors = limits_for(card, Noise(len(rec["runs"]), rec["headline_runs"], path.name)), limits_for(card)
         for k, v in rec["headline_runs"].items():
-            r = res[k]
             out.append(f"| {k} | {', '.join(f'{x:.4g}' for x in v)} | {100 * (max(v) / min(v) - 1):.1f} % | "
-                       f"{within_run_spread(rec['runs'], k)} | {r['limit']} | {one[k]['limit']} | "
-                       f"{r['card']} | {r['false_alarms'][0]} of {r['false_alarms'][1]} |")
+                       f"{within_run_spread(rec['runs'], k)} | {limits[k]} | {floors[k]} |")
         out.append("")
     return "\n".join(out)

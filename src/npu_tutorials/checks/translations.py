@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .site_check import failed
 
-SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "_modules"}
+SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "_modules", "_data"}
 SWITCH = re.compile(r'<a class="tut-lang-switch[^"]*" href="([^"]+)"')
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import ROOT, command
 from ..checks.translations import catalog_problems
 from ..core import messages
+from ..inputs.cards import catalog_texts
 
 
 def run() -> int:
@@ -39,6 +40,8 @@ def run() -> int:
         problems = catalog_problems(Path(tmp) / "pot", a.locale_dir, a.lang)
 
     marked = messages.extract()
+    for text, places in catalog_texts().items():  # the cards' prose a page shows through the catalog
+        marked.setdefault(text, []).extend(places)
     have, clashes = messages.read_catalog(messages.catalog_path(a.lang))
     code = messages.untranslated(a.lang, marked, have) + messages.bad_fields(a.lang, have) + clashes
     for p in problems + code:

@@ -99,6 +99,9 @@ def run() -> int:
     if a.k < 2:
         raise TutorialError("--k must be at least 2 (a comparison is judged over rounds; 6 for a 95 % interval)")
     card = load_card(a.model)
+    if a.k < ROUNDS_95:  # said before the rounds are spent, not found in the table after
+        print(f"make compare: {a.k} rounds cannot call a change: an interval for the median needs {ROUNDS_95} rounds "
+              f"or more to cover 95 %; this run shows the ratios and calls none", file=sys.stderr, flush=True)
     (side_a, py_a), (side_b, py_b) = parse_side("A", a.a), parse_side("B", a.b)
     pythons = {name: py for name, py in (("A", py_a), ("B", py_b)) if py}
     if a.tiny:

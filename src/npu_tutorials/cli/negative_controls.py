@@ -3,6 +3,7 @@
   python scripts/negative_controls.py                       # every card, into results/methods/
   python scripts/negative_controls.py qwen2.5-0.5b --out-dir DIR [--families mlp,norms] [--ladder 0.1,1]
   python scripts/negative_controls.py smollm2-135m-instruct --real --engine-override '{"rms_norm_eps": 0.001}'
+  python scripts/negative_controls.py smollm2-135m-instruct --real --engine-args '--kv-cache-dtype fp8_e4m3'
 
 For each card: its tiny planted stand-in (the card's architecture shrunk to 2
 layers: Qwen2 with a tied head, first-generation QWen served through the
@@ -18,13 +19,15 @@ thresholds, and the provenance (date, commit, backend, dtype, vLLM version).
 
 With ``--real``, the record also holds the engine-only faults (``controls.config_faults``): the right
 checkpoint served with ``--hf-overrides`` that make vLLM misread one config value (the RoPE base, the RoPE
-scaling, the norm epsilon) while the fp32 reference keeps the true config; and the false alarms: the right
-engine's greedy check on fifty prompts that no card judges (``checks.held_out``).  ``--engine-override JSON`` runs
-only that fault of your own (no ladder, no record) and prints every check's verdict.
+scaling, the norm epsilon) while the fp32 reference keeps the true config; the precision faults
+(``controls.PRECISION_FAULTS``: the KV cache in fp8, where the engine offers it); and the false alarms: the right
+engine's greedy check on fifty prompts that no card judges (``checks.held_out``).  ``--engine-override JSON`` and
+``--engine-args FLAGS`` run only that fault of your own (no ladder, no record) and print every check's verdict.
 """
 
 import argparse
 import json
+import shlex
 import tempfile
 import time
 from pathlib import Path
@@ -55,6 +58,9 @@ def run() -> int:
     ap.add_argument("--engine-override", action="append", default=[], metavar="JSON",
                     help="serve the right checkpoint with vLLM's --hf-overrides JSON and print each check's verdict "
                          "(repeatable; no ladder, no record)")
+    ap.add_argument("--engine-args", action="append", default=[], metavar="FLAGS",
+                    help="serve the right checkpoint with these vLLM server flags, e.g. '--kv-cache-dtype fp8_e4m3', "
+                         "and print each check's verdict (repeatable; no ladder, no record)")
     a = ap.parse_args()
     overrides = []
     for text in a.engine_override:
@@ -64,6 +70,8 @@ def run() -> int:
             raise TutorialError(f"--engine-override {text!r} is not JSON: {exc.msg}") from None
         if not isinstance(overrides[-1], dict):
             raise TutorialError(f"--engine-override {text!r}: give a JSON object of config values")
+    faults_given = {f"override {i + 1}": {"override": o} for i, o in enumerate(overrides)}
+    faults_given.update({f"flags {i + 1}": {"args": shlex.split(t)} for i, t in enumerate(a.engine_args)})
 
     models = a.models or known_models()
     families = tuple(a.families.split(",")) if a.families else tuple(controls.FAMILIES)
@@ -96,9 +104,9 @@ def run() -> int:
         eos = gen.get("eos_token_id")
         stop_ids = eos if isinstance(eos, list) else ([eos] if eos is not None else None)
         spec = controls.spec_for_card(card, stop_ids)
-        def serve(path: Path, override: dict | None = None, card=card, plat=plat, plan=plan) -> VLLMServer:
+        def serve(path: Path, flags: tuple[str, ...] = (), card=card, plat=plat, plan=plan) -> VLLMServer:
             port = free_port()
-            extra = (*accuracy.RAW_LOGITS_FLAGS, *(("--hf-overrides", json.dumps(override)) if override else ()))
+            extra = (*accuracy.RAW_LOGITS_FLAGS, *flags)
             spec = plat.server_spec(card, plan, "accuracy", model=path, host="127.0.0.1", port=port,
                                     extra=extra, native=False, in_process=True)
             return VLLMServer(list(spec.argv), host="127.0.0.1", port=port, env=spec.environ, backend=backend,
@@ -106,11 +114,11 @@ def run() -> int:
 
         print(f"{key}: the card's checks {', '.join(spec.checks)} on its {what}", flush=True)
         log = lambda m: print("  " + m, flush=True)  # noqa: E731
-        if overrides:
-            faults = {f"override {i + 1}": o for i, o in enumerate(overrides)}
+        if faults_given:
+            faults = faults_given
             for name, r in controls.run_engine_faults(serve, right, right, spec, card.serve.served_model_name,
                                                       card.vocab_size, faults, log).items():
-                for check, v in r["results"].items():
+                for check, v in r.get("results", {}).items():
                     print(f"  {name} {check}: {'PASS' if v['passed'] else 'FAIL'}", flush=True)
                     for m in v["checks"]:
                         print(f"    {'PASS' if m['passed'] else 'FAIL'}  {m['metric']}: {m['measured']} "
@@ -121,8 +129,9 @@ def run() -> int:
                                       Path(work), ladder=ladder, families=families, seed=a.seed, log=log)
         if a.real:
             config = json.loads((right / "config.json").read_text())
-            res["engine_faults"] = controls.run_engine_faults(serve, right, right, spec, card.serve.served_model_name,
-                                                              card.vocab_size, controls.config_faults(config), log)
+            res["engine_faults"] = controls.run_engine_faults(
+                serve, right, right, spec, card.serve.served_model_name, card.vocab_size,
+                {**controls.config_faults(config), **controls.PRECISION_FAULTS}, log)
             if spec.greedy is not None:  # false alarms: the right engine on fifty prompts no card judges
                 with serve(right) as srv:
                     res["held_out"] = held_out.false_alarms(srv, card.serve.served_model_name, right, spec.greedy,

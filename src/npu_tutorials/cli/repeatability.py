@@ -3,18 +3,18 @@
   python scripts/repeatability.py qwen2.5-0.5b [--runs 5] [--out-dir results/methods]
   python scripts/repeatability.py qwen2.5-0.5b --tiny --runs 2 --out-dir /tmp/x    # the test stand-in
 
-Each run is an independent build of the figures the regression gate compares
+Each run is an independent build of the page's headline figures
 (:func:`npu_tutorials.record.headline.headline_figures`): a fresh ``Tutorial`` of the
 card, its weights, its own server, then the steps its page runs for those
 figures (:func:`npu_tutorials.record.headline.gated_steps`: the benchmark at the
 report's conditions with the card's repeats, or the concurrency sweep and the
 roofline), in a scratch build folder (:func:`npu_tutorials.tutorial.remeasure.measure_gated`,
-which the gate's confirmation runs too).  Writes
+which each side of the paired gate runs too).  Writes
 ``repeatability-<model>-<machine slug>.json``: every run's headline figures
-(it prints, and the methods page shows, the gate's limit they support, its
-resolution: the smallest regression it catches, and the leave-one-out
-false-alarm count; both derived by ``gate.resolution``).  The gate uses
-a record only with at least ``gate.MIN_RUNS`` runs.
+(it prints, and the methods page shows, how far apart they are and the noise
+limit for one run they support, :func:`npu_tutorials.checks.noise.limits_for`,
+which ``scripts/vs_site.py`` widens a reader's ordinary band by).  A record is
+used only with at least ``noise.MIN_RUNS`` runs.
 """
 
 import argparse
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from . import ROOT, command, serve_tiny
-from ..checks import gate
+from ..checks import noise
 from ..core.errors import TutorialError
 from ..inputs.cards import load_card
 from ..record.headline import gated_steps, headline_figures
@@ -39,7 +39,7 @@ def run() -> int:
     ap.add_argument("--out-dir", type=Path, default=ROOT / "results" / "methods")
     ap.add_argument("--append", action="store_true",
                     help="add these runs to the record already there for the same machine kind, model, profile and "
-                         "dtype (runs of another day or host: the spread between sessions joins the gate's noise)")
+                         "dtype (runs of another day or host: the spread between sessions joins the noise)")
     a = ap.parse_args()
 
     if a.runs < (1 if a.append else 2):
@@ -63,15 +63,15 @@ def run() -> int:
     out = a.out_dir / f"repeatability-{card.key}-{first.machine.record_stem}.json"
     if a.append and out.is_file():
         try:
-            earlier = gate.earlier_runs(json.loads(out.read_text()), slug=first.machine.slug, model=card.key,
+            earlier = noise.earlier_runs(json.loads(out.read_text()), slug=first.machine.slug, model=card.key,
                                         profile=first.profile, dtype=first.engine_dtype, steps=steps, name=out.name)
-        except (gate.NoiseRecordError, ValueError) as exc:
+        except (noise.NoiseRecordError, ValueError) as exc:
             raise TutorialError(str(exc)) from None
         runs = earlier + runs
         print(f"appended to the {len(earlier)} runs of {out.name}", flush=True)
     keys = sorted(set.intersection(*(set(r["headline"]) for r in runs)))
     values = {k: [r["headline"][k]["median"] for r in runs] for k in keys}
-    res = gate.resolution(card, gate.Noise(len(runs), values, "these runs", confirm=gate.CONFIRM)) if len(runs) > 1 else {}
+    limits = noise.limits_for(card, noise.Noise(len(runs), values, "these runs")) if len(runs) > 1 else {}
     p = first
     w = p.weights
     doc = {
@@ -82,15 +82,14 @@ def run() -> int:
                        "weights": w.label if w else "–", "tiny": a.tiny},
         "steps": steps,
         "runs": runs,
-        "headline_runs": values,  # the data; the gate and the methods page derive the limits from it
+        "headline_runs": values,  # the data; the methods page and vs_site derive the limits from it
     }
     a.out_dir.mkdir(parents=True, exist_ok=True)
     write_record(doc, out)
-    for k in keys if res else []:
+    for k in keys if limits else []:
         v = values[k]
-        r = res[k]
-        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): gate limit for the median of {gate.CONFIRM + 1} "
-              f"{r['limit']} (card {r['card']}); leave-one-out false alarms {r['false_alarms'][0]}/{r['false_alarms'][1]}")
+        print(f"{k:20s} runs {min(v):.4g}..{max(v):.4g} ({100 * (max(v) / min(v) - 1):.1f} % apart): noise limit for "
+              f"one run {limits[k]} (card {noise.limits_for(card)[k]})")
     print(f"wrote {out}")
     return 0
 

@@ -60,7 +60,8 @@ class Progress:
             self.say(text)
 
     @contextmanager
-    def step(self, name: str) -> Iterator[None]:
+    def step(self, name) -> Iterator[None]:
+        """A timed step named ``name`` (a string, or a stored message: its English on the terminal)."""
         t = time.monotonic()
         depth = self._depth
         pad = "  " * depth
@@ -111,7 +112,7 @@ class Progress:
     def cost_table(self) -> str:
         if not self.costs:
             return ""
-        top = [(n, s) for n, s, d in self.costs if d == 0]
+        top = [(str(n), s) for n, s, d in self.costs if d == 0]  # a name may be a stored message: its English
         width = max(len(n) for n, _ in top + [("total", 0)])
         lines = [f"[{self.label}] cost of each step:"]
         lines += [f"  {n.ljust(width)}  {fmt_s(s):>9}" for n, s in top]

@@ -38,19 +38,20 @@ class Table:
         self.caption = caption
         self.note = note
 
-    def _cells(self) -> list[list[str]]:
+    def cells(self) -> list[list[str]]:
+        """The rows as shown: every value as the page prints it (:func:`fmt`)."""
         return [[c if isinstance(c, str) else fmt(c) for c in row] for row in self.rows]
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in row) + "</tr>" for row in self._cells())
+        body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in row) + "</tr>" for row in self.cells())
         cap = f"<caption>{html(self.caption)}</caption>" if self.caption else ""
         note = f'<p class="tut-note">{html(self.note)}</p>' if self.note else ""
         return (f'<div class="tut-table"><table class="table">{cap}<thead><tr>{head}</tr></thead>'
                 f"<tbody>{body}</tbody></table>{note}</div>")
 
     def __repr__(self) -> str:
-        cells = [self.columns] + self._cells()
+        cells = [self.columns] + self.cells()
         widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
         lines = [self.caption] if self.caption else []
         for j, row in enumerate(cells):
@@ -100,9 +101,13 @@ class Verdict:
     def passed(self) -> bool:
         return all(c[3] for c in self.checks)
 
+    def table(self) -> Table:
+        """The lines as the page's table shows them."""
+        return Table([_("check"), _("measured"), _("threshold"), _("verdict")],
+                     [[_(m), v, th, _("PASS") if ok else _("FAIL")] for m, v, th, ok in self.checks])
+
     def _repr_html_(self) -> str:
-        t = Table([_("check"), _("measured"), _("threshold"), _("verdict")],
-                  [[_(m), v, th, _("PASS") if ok else _("FAIL")] for m, v, th, ok in self.checks])
+        t = self.table()
         cav = (f'<p class="tut-caveat"><strong>{html(_("Note:"))}</strong> {html(self.caveat)}</p>'
                if self.caveat else "")
         return t._repr_html_() + cav

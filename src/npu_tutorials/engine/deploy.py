@@ -40,7 +40,10 @@ KEY_READ_NOTE = N_("in this terminal too: the key the server was started with")
 WAIT_NOTE = N_("wait until the engine is up (loading, and in graph mode compiling, take a while)")
 METRICS_NOTE = N_("the vLLM version, the served model, and a few of its Prometheus metrics")
 BENCH_KEY_NOTE = N_("vllm bench serve sends $OPENAI_API_KEY as the bearer token")
-COMMENTS = (SPAWN_NOTE, KEY_NOTE, KEY_NEW_NOTE, KEY_SHARE_NOTE, KEY_READ_NOTE, WAIT_NOTE, METRICS_NOTE, BENCH_KEY_NOTE)
+VS_SITE_NOTE = N_("then, from a checkout of this site's repository, hold your run against this page's (each figure "
+                  "beside the page's, within its noise or not):")
+COMMENTS = (SPAWN_NOTE, KEY_NOTE, KEY_NEW_NOTE, KEY_SHARE_NOTE, KEY_READ_NOTE, WAIT_NOTE, METRICS_NOTE, BENCH_KEY_NOTE,
+            VS_SITE_NOTE)
 
 DEFAULT_PORT = 8000
 LABELS = {name: p.label for name, p in PLATFORMS.items()}
@@ -265,8 +268,9 @@ def bench_text(card: Card, backend: str, place: Place) -> str:
     """``vllm bench serve`` with the API key: it sends ``OPENAI_API_KEY`` as the bearer token (vLLM 0.23.0 and
     0.32.0, ``vllm/benchmarks/lib/endpoint_request_func.py``; ``--model`` is given, so it asks ``/v1/models``
     nothing)."""
+    vs_site = f"python {place.repo}/scripts/vs_site.py {card.key} {bench_file(card)} --backend {backend}"
     return (f"# {BENCH_KEY_NOTE}\nOPENAI_API_KEY={C.API_KEY_REF} "
-            + C.format_command(bench_argv(card, backend, place)))
+            + C.format_command(bench_argv(card, backend, place)) + f"\n# {VS_SITE_NOTE}\n# {vs_site}")
 
 
 def container_argv(card: Card, devices=(0,), ports=(DEFAULT_PORT,), multi_card: bool = False) -> list[str]:

@@ -199,7 +199,7 @@ class Card(FrozenModel):
     tuning: TuningSpec | None = None
     deploy: Deploy = Deploy()
     reported: Reported
-    # Regression-gate limits overriding the defaults (npu_tutorials.checks.gate.DEFAULT_LIMITS), by vLLM metric name.
+    # Noise limits for one run overriding the defaults (npu_tutorials.checks.noise.DEFAULT_LIMITS), by vLLM metric name.
     gates: dict[Literal["output_throughput", "median_ttft_ms", "median_tpot_ms", "roofline_fraction"],
                 float] = {}
 
@@ -258,12 +258,27 @@ def _format_error(source: str, err: ValidationError) -> str:
     return f"{source}: {loc}: {msg}{more}"
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently: a second
+    ``serve:`` section would replace the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load_card_file(path: str | Path) -> Card:
     """Load and validate one card file; raise :class:`TutorialError` on any problem."""
     path = Path(path)
     source = f"cards/{path.name}" if path.parent == CARDS_DIR else str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys)  # noqa: S506 (a safe loader)
     except FileNotFoundError:
         raise TutorialError(f"{source}: no such card file") from None
     except yaml.YAMLError as exc:
@@ -283,6 +298,18 @@ def load_card_file(path: str | Path) -> Card:
 
 def known_models() -> list[str]:
     return sorted(p.stem for p in CARDS_DIR.glob("*.yaml"))
+
+
+def catalog_texts() -> dict[str, list[str]]:
+    """The card prose a page shows through the message catalog (each tuning knob's ``why``: views.performance),
+    as :func:`npu_tutorials.core.messages.extract` gives the code's: text -> the places that write it."""
+    out: dict[str, list[str]] = {}
+    for key in known_models():
+        card = load_card(key)
+        for k in card.tuning.knobs if card.tuning else []:
+            if k.why:
+                out.setdefault(k.why, []).append(f"cards/{key}.yaml: tuning knob {k.name!r}")
+    return out
 
 
 def load_card(key: str) -> Card:

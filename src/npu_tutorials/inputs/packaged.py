@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from .cache import cache_root
+from .cache import cache_root, file_sha256
 from ..core.errors import TutorialError
 from ..core.model import FrozenModel
 
@@ -48,14 +48,6 @@ class Packaged(FrozenModel):
 
 MARKER = "DEQUANTIZED.json"
 DEQUANTIZER_VERSION = 1
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def pin(p: Packaged) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .cards import Card
-from .cache import cache_root
+from .cache import cache_root, file_sha256
 from ..core.errors import TutorialError
 from . import layouts
 from .planted import VERSION as planted
@@ -69,14 +69,6 @@ def _spec_hash(config: dict, extra_files: dict[str, bytes], seed: int) -> str:
     for name in sorted(extra_files):
         h.update(name.encode() + b"\0" + extra_files[name])
     return h.hexdigest()[:12]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _copied_files(card: Card) -> dict[str, bytes]:

@@ -26,8 +26,8 @@ from . import packaged
 from ..core.memory import trim_memory
 from ..core.messages import language
 from ..core.progress import terminal
-from .cache import cache_root
-from .standin import ensure_standin, file_sha256, standin_name
+from .cache import cache_root, file_sha256
+from .standin import ensure_standin, standin_name
 
 MODES = ("auto", "real", "stand-in")
 # What an engine-vs-reference verdict means on stand-in weights (every page and report says it this way).

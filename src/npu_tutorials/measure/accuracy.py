@@ -17,7 +17,6 @@ and compares like with like, and the reports record it (``compared_as``).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from . import metrics, reference
 from ..inputs.accuracy_spec import LogitsCheck
+from ..core.threads import beside
 from ..core.errors import TutorialError
 from ..engine.server import VLLMServer
 from ..core.messages import N_
@@ -112,7 +112,7 @@ def logits_agreement(server: VLLMServer, model: str, weights_path: Path, check: 
     are in the compared form (engine - reference)."""
     rows, errs, sample = [], [], None
     prompt_ids = [reference.tokenize(weights_path, prompt) for prompt in check.prompts]
-    with ThreadPoolExecutor(max_workers=1) as ex:  # the engine answers while the reference loads and runs
+    with beside(1) as ex:  # the engine answers while the reference loads and runs
         pending = [ex.submit(engine_last_logits, server, model, ids, vocab_size) for ids in prompt_ids]
         refs = [reference.last_logits(weights_path, ids)[:vocab_size] for ids in prompt_ids]
         engs = [f.result() for f in pending]

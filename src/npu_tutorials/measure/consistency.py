@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import numpy as np
 from . import metrics, reference
 from .accuracy import engine_last_logits, one_form
 from ..engine.server import VLLMServer
+from ..core.threads import beside
 from ..core.messages import N_
 from ..core.tables import Verdict, fmt
 from ..inputs.weights import STANDIN_VERDICT
@@ -49,7 +49,7 @@ def engine_greedy(server: VLLMServer, model: str, ids: list[int], n: int, stop_i
 
 
 def parallel(fn, items, workers: int = 8):
-    with ThreadPoolExecutor(max_workers=workers) as ex:
+    with beside(workers) as ex:
         return list(ex.map(fn, items))
 
 
@@ -116,7 +116,7 @@ def forward_consistency(server: VLLMServer, model: str, ref_path, check, vocab_s
         prompt = reference.chat_ids(ref_path, check.text)
         ids = prompt + reference.greedy(ref_path, prompt, check.positions)
         ends = list(range(len(prompt), len(ids)))
-    with ThreadPoolExecutor(max_workers=4) as ex:
+    with beside(4) as ex:
         pending = [ex.submit(engine_last_logits, server, model, ids[:end], vocab_size) for end in ends]
         ref_logits = reference.all_logits(ref_path, ids)[:, :vocab_size]  # meanwhile: the reference's pass
         eng = [f.result() for f in pending]
@@ -201,7 +201,7 @@ def text_consistency(server: VLLMServer, model: str, ref_path, prompts: list[str
         return metrics.position_error(metrics.compare_logits(engine_vector, ref_row[:vocab]))
 
     rows = []
-    with ThreadPoolExecutor(max_workers=8) as ex:
+    with beside(8) as ex:
         greedy = [ex.submit(engine_greedy, server, model, ids, n, stop_ids) for ids in prompt_ids]
         reference.load_model(str(ref_path))  # meanwhile: the fp32 reference
         eng = [f.result() for f in greedy]

@@ -101,12 +101,11 @@ def _sync(device: str) -> None:
         torch.npu.synchronize()  # type: ignore[attr-defined]
 
 
-def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None = None, output_len: int | None = None,
-                           device: str = "cpu", dtype: str = "bfloat16", *, prompt_ids: list[list[int]] | None = None,
-                           bench_seed: int | None = None, bench_num_prompts: int | None = None, repeats: int = 3,
-                           seed: int = 0, threads: int | None = None) -> dict:
-    """Output tokens/s of plain transformers ``generate`` under stated conditions, repeated.
-
+def hf_generate_throughput_points(path: str | Path, points: list[dict], device: str = "cpu", dtype: str = "bfloat16",
+                                  *, repeats: int = 3, seed: int = 0, threads: int | None = None) -> list[dict]:
+    """Output tokens/s of plain transformers ``generate`` under stated conditions, repeated, for several
+    conditions with one model load: ``points`` holds each condition's ``batch``, ``input_len``, ``output_len``,
+    ``prompt_ids``, ``bench_seed``, ``bench_num_prompts``; one result per point, in order.
     The prompts are, in order of precedence: ``prompt_ids`` (``batch`` rows of token ids; rows of
     unequal length are left-padded with an attention mask); the first ``batch`` prompts that
     ``vllm bench serve --dataset-name random --seed bench_seed --num-prompts bench_num_prompts``
@@ -117,24 +116,13 @@ def hf_generate_throughput(path: str | Path, batch: int, input_len: int | None =
     ``repeats`` times after one warm-up run of the same shapes.  Arguments and result are JSON-able
     (run it in a process of its own with :func:`npu_tutorials.engine.isolated.call`).
 
-    Returns ``{"conditions": {"batch", "input_len", "input_lens", "output_len", "dtype", "device",
+    Each point's result: ``{"conditions": {"batch", "input_len", "input_lens", "output_len", "dtype", "device",
     "prompt_source", "prompt_sha256", "repeats", "torch_threads", "torch", "transformers"},
     "seconds": [per run],
     "output_tokens_per_s_runs": [per run], "summary": stats.summarize(tokens/s),
     "output_tokens_per_s": median, "batch", "input_len", "new_tokens"}`` (the last three for
     callers of the old result).
     """
-    return hf_generate_throughput_points(path, [dict(batch=batch, input_len=input_len, output_len=output_len,
-                                                     prompt_ids=prompt_ids, bench_seed=bench_seed,
-                                                     bench_num_prompts=bench_num_prompts)],
-                                         device, dtype, repeats=repeats, seed=seed, threads=threads)[0]
-
-
-def hf_generate_throughput_points(path: str | Path, points: list[dict], device: str = "cpu", dtype: str = "bfloat16",
-                                  *, repeats: int = 3, seed: int = 0, threads: int | None = None) -> list[dict]:
-    """:func:`hf_generate_throughput` for several conditions with one model load: ``points`` holds
-    each call's ``batch``, ``input_len``, ``output_len``, ``prompt_ids``, ``bench_seed``,
-    ``bench_num_prompts``; one result per point, in order."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -158,7 +146,7 @@ def hf_generate_throughput_points(path: str | Path, points: list[dict], device: 
 def _baseline_rows(path, *, batch: int, input_len: int | None = None, output_len: int | None = None,
                    prompt_ids: list[list[int]] | None = None, bench_seed: int | None = None,
                    bench_num_prompts: int | None = None, seed: int = 0) -> tuple[list[list[int]], str]:
-    """The prompt rows of one baseline point and where they came from (see :func:`hf_generate_throughput`)."""
+    """The prompt rows of one baseline point and where they came from (see :func:`hf_generate_throughput_points`)."""
     import torch
 
     if output_len is None or output_len < 1:

@@ -10,8 +10,6 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import TutorialError
-from ..core.messages import _
-from ..core.tables import Table
 
 _NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
@@ -156,31 +154,3 @@ def gsm_set(n: int, seed: int, *, fallback: str | None = "") -> GSMSet:
         _expected_number(p.answer)  # a malformed answer fails here, not as a silent 'wrong'
     return GSMSet(f"reasoning-gym gsm_symbolic (GSM8K-style templates, generated offline, seed {seed}); "
                   "GSM8K itself is only reachable through a hub", problems, seed, False, reason)
-
-
-def gsm_problems(n: int, seed: int) -> tuple[str, list[GSMProblem]]:
-    """(source label, problems) of :func:`gsm_set` (kept for callers of the old name)."""
-    s = gsm_set(n, seed)
-    return s.source, s.problems
-
-
-def gsm_score(outputs: list[str], problems: list[GSMProblem]) -> dict:
-    """``{"correct", "total", "accuracy_pct", "per_problem": [bool]}`` of the outputs, in order."""
-    if len(outputs) != len(problems):
-        raise TutorialError(f"{len(outputs)} outputs for {len(problems)} problems")
-    ok = [gsm_correct(o, p.answer) for o, p in zip(outputs, problems)]
-    return {"correct": sum(ok), "total": len(ok), "accuracy_pct": 100.0 * sum(ok) / len(ok) if ok else 0.0,
-            "per_problem": ok}
-
-
-def qa_table(items, outputs: list[str], real_weights: bool) -> tuple[Table, int]:
-    rows, correct = [], 0
-    for item, out in zip(items, outputs):
-        ok = qa_correct(out, item.expected)
-        correct += ok
-        rows.append([item.prompt, " / ".join(item.expected), out, _("correct") if ok else _("wrong")])
-    note = ("" if real_weights else
-            _("Stand-in weights: this score measures nothing about the model; it shows the pipeline runs."))
-    return Table([_("question"), _("expected"), _("engine output"), _("result")], rows,
-                 caption=_("{task}: {correct} / {total} correct", task=_("Chinese QA"), correct=correct,
-                           total=len(items)), note=note), correct

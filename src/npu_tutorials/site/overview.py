@@ -20,11 +20,8 @@ from ..record.schema import ResultsDoc
 from ..inputs.cards import load_card
 from ..inputs.gallery_index import tutorials
 from ..views import Views, plots
-from .render import figure_html
+from .render import figure_block, figure_html
 from ..record.results import recorded, shown_doc
-
-GRID_MARK = "<!-- model-grid -->"
-FIGURE_MARK = "<!-- comparison-figure -->"
 
 
 def hardware_label(doc: ResultsDoc) -> str:
@@ -62,7 +59,7 @@ def comparison_html(rows, images: Path, lang: str | None = None) -> str:
     caption = _("Each bar is the median of one results document, its whisker the interquartile range. The "
                 "documents differ in machine, weights and profile, as each label says: compare bars of one label, "
                 "not across labels.")
-    return (f'<div class="tut-compare">{figure_html(fig, images, "", f"models_compared_{lang}")}'
+    return (f'<div class="tut-compare">{figure_block(fig, images, "", f"models_compared_{lang}")}'
             f'<p class="tut-note">{html.escape(caption)}</p></div>')
 
 

@@ -1,12 +1,27 @@
 """The landing, build-costs and methods pages' generated sections (support and coverage matrices, the
-costs of each step, the methods figures), filled in when Sphinx reads those pages."""
+costs of each step, the methods figures), filled in when Sphinx reads those pages.
+
+A page asks for one with a ``generated`` directive naming it (one of :data:`BLOCKS`)::
+
+    ```{generated} support-matrix
+    ```
+
+:func:`fill_landing` puts the block's Markdown in its place when Sphinx reads the page, before parsing, so the
+block's own headings are the page's sections (MyST nests the headings of a directive's parsed content out of
+order).  A name no block has fails the build in one line; a ``generated`` directive left unexpanded is an error
+too (:class:`Generated`), so a block is never silently missing."""
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 
+from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
+
 from .banners import build_banner
-from .overview import FIGURE_MARK, GRID_MARK, overview
+from .overview import overview
 from .i18n import page_lang
 from ..core.messages import _, current, in_lang
 from ..inputs.cards import load_card
@@ -16,25 +31,19 @@ from ..core.errors import TutorialError
 from ..inputs.gallery_index import tutorials
 from ..record.results import read_doc, recorded, results_dir, shown_doc
 from .i18n import extracting
-from .landing import coverage_matrix, support_matrix
-from .paired_page import PAIRED_MARK, paired_markdown
+from .landing import md_table, coverage_matrix, plain, support_rows
+from .render import table_csv
+from ..views.figure_data import FigureData
+from .paired_page import paired_markdown
 from .prepare import read_record
 from ..record.results import this_build
 
 
-BANNER_MARK = "<!-- build-banner -->"
-
-
-SUPPORT_MARK = "<!-- support-matrix -->"
-
-
-COVERAGE_MARK = "<!-- coverage-matrix -->"
-
-
 @in_lang
-def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
+def landing_markdown(now=None, lang: str | None = None, data: Path | None = None) -> tuple[str, str, str]:
     """(banner, support matrix, coverage matrix) from this build's and the recorded results documents, in
-    ``lang``."""
+    ``lang``; with ``data`` (the site's ``_data`` folder), the support matrix's CSV is written there and linked
+    under it."""
     stems = {key: stem for stem, key in tutorials().items()}
     cards = [load_card(k) for k in stems]
     this_build, notes = {}, []
@@ -54,7 +63,11 @@ def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
         found = shown_doc(c.key) if this_build[c.key] is None else None
         if found is not None:
             drawn[c.key] = found[1].provenance.built_at
-    table = support_matrix(cards, pages, this_build, rec, now, lang, drawn)
+    header, rows = support_rows(cards, pages, this_build, rec, now, lang, drawn)
+    table = md_table(header, rows)
+    if data is not None:
+        table += "\n\n" + table_csv(FigureData(header, [[plain(c) for c in r] for r in rows]), data, "",
+                                     f"support_matrix_{lang}")
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
     if built:
         table += "\n\n" + _("Weights used by this build:") + "\n\n" + "\n".join(
@@ -72,9 +85,6 @@ def landing_markdown(now=None, lang: str | None = None) -> tuple[str, str, str]:
     if notes:
         table += "\n\n" + _("Unreadable results documents:") + "\n\n" + "\n".join(notes)
     return banner, table, coverage_matrix(cards, lang)
-
-
-COSTS_MARK = "<!-- build-costs -->"
 
 
 @in_lang
@@ -114,7 +124,7 @@ def costs_markdown(lang: str | None = None) -> str:
         out.append(f"**{{doc}}`{key} </tutorials/models/{stem}>`**: {p.wall_time_s:.0f} s in all, {p.status}, "
                    f"on {p.device}, {p.profile} profile, built {p.built_at}.\n")
         out.append("| step | seconds |\n|---|---|")
-        out += [f"| {c.step} | {c.seconds:.1f} |" for c in doc.results.costs]
+        out += [f"| {c.step.shown()} | {c.seconds:.1f} |" for c in doc.results.costs]
         out.append("")
     return "\n".join(out)
 
@@ -132,28 +142,54 @@ def _this_builds_docs() -> list:
     return out
 
 
+BLOCKS = ("build-banner", "model-grid", "comparison-figure", "support-matrix", "coverage-matrix", "build-costs",
+          "floors", "margins", "negative-controls", "repeatability", "paired")
+BLOCK = re.compile(r"^```\{generated\}[ \t]+(\S+)[ \t]*\n```[ \t]*$", re.M)
+
+
+def blocks(app) -> dict:
+    """Each generated block's maker (:data:`BLOCKS`), in the pass's language; the landing page's four and the
+    overview's two are made once per page."""
+    lang, out = page_lang(app), Path(app.outdir)
+    landing = functools.cache(lambda: landing_markdown(lang=lang, data=out / "_data"))
+    grid = functools.cache(lambda: overview(lang, out / "_images"))
+    made = {"build-banner": lambda: landing()[0], "support-matrix": lambda: landing()[1],
+            "coverage-matrix": lambda: landing()[2], "model-grid": lambda: grid()[0],
+            "comparison-figure": lambda: grid()[1], "build-costs": lambda: costs_markdown(lang),
+            "floors": floors_markdown, "margins": lambda: margins_markdown(_this_builds_docs()),
+            "negative-controls": negative_controls_markdown, "repeatability": repeatability_markdown,
+            "paired": lambda: paired_markdown(lang, out / "_images")}
+    assert set(made) == set(BLOCKS)
+    return made
+
+
 def fill_landing(app, docname: str, source: list[str]) -> None:
-    """Sphinx ``source-read``: put the generated matrices, costs and methods figures where the pages
-    mark them (not for the translators' catalogs: what a build measures is no message)."""
-    if extracting(app):
+    """Sphinx ``source-read``: put each generated block a page names where it names it (not for the translators'
+    catalogs: what a build measures is no message; there :class:`Generated` leaves nothing)."""
+    if extracting(app) or "{generated}" not in source[0]:
         return
-    if COSTS_MARK in source[0]:
-        source[0] = source[0].replace(COSTS_MARK, costs_markdown(page_lang(app)))
-    if any(m in source[0] for m in ("<!-- negative-controls -->", "<!-- repeatability -->", "<!-- margins -->")):
-        source[0] = (source[0].replace("<!-- negative-controls -->", negative_controls_markdown())
-                     .replace("<!-- floors -->", floors_markdown())
-                     .replace("<!-- repeatability -->", repeatability_markdown())
-                     .replace("<!-- margins -->", margins_markdown(_this_builds_docs())))
-    if PAIRED_MARK in source[0]:
-        source[0] = source[0].replace(PAIRED_MARK, paired_markdown(page_lang(app), Path(app.outdir) / "_images"))
-    if GRID_MARK in source[0] or FIGURE_MARK in source[0]:
-        grid, figure = overview(page_lang(app), Path(app.outdir) / "_images")
-        source[0] = source[0].replace(GRID_MARK, grid).replace(FIGURE_MARK, figure)
-    if SUPPORT_MARK not in source[0] and COVERAGE_MARK not in source[0]:
-        return
-    banner, support, coverage = landing_markdown(lang=page_lang(app))
-    source[0] = (source[0].replace(BANNER_MARK, banner).replace(SUPPORT_MARK, support)
-                 .replace(COVERAGE_MARK, coverage))
+    made = blocks(app)
+
+    def one(m: re.Match) -> str:
+        if m.group(1) not in made:
+            raise ExtensionError(f"{docname}: no generated block {m.group(1)!r} (site.pages.BLOCKS: "
+                                 f"{', '.join(BLOCKS)})")
+        return made[m.group(1)]()
+
+    source[0] = BLOCK.sub(one, source[0])
+
+
+class Generated(SphinxDirective):
+    """The ``generated`` directive :func:`fill_landing` expands before parsing: reached only when the translators'
+    catalogs are extracted (nothing to translate), else a block was not expanded, which fails the build."""
+
+    required_arguments = 1
+
+    def run(self):
+        if extracting(self.env.app):
+            return []
+        raise ExtensionError(f"{self.env.docname}: the generated block {self.arguments[0]!r} was not expanded "
+                             "(write it as its own ```{generated} NAME``` fence; site.pages.BLOCKS)")
 
 
 def always_reread_landing(app, env, added, changed, removed) -> list[str]:

@@ -9,13 +9,12 @@ from pathlib import Path
 from ..core.messages import _, language
 from ..measure.paired import ROUNDS_95, ROUNDS_DEFAULT, in_blocks
 from ..record.headline import METRICS
-from ..record.results import recorded_dir
+from ..record.results import document_id, recorded_dir
 from ..record.schema_base import Stat
 from ..record.schema_paired import Comparison
 from ..views.paired import VERDICTS, paired_forest, paired_table, side_text
-from .render import figure_html
+from .render import figure_block, table_block
 
-PAIRED_MARK = "<!-- paired -->"
 BLOCK = ROUNDS_95  # CI's paired gate's rounds
 BLOCKS = (ROUNDS_95, ROUNDS_DEFAULT)  # and make compare's default: each block size a table of its own
 
@@ -67,8 +66,9 @@ def paired_markdown(lang: str, images: Path, prefix: str = "") -> str:
             return _("*No paired comparison is recorded (run `make compare`).*")
         out = []
         for path, doc in found:
-            table = paired_table(doc)._repr_html_()
-            fig = figure_html(paired_forest(doc), images, prefix, path.stem)
+            doc_id = document_id(path)
+            table = table_block(paired_table(doc), images, prefix, f"{path.stem}_table", doc_id)
+            fig = figure_block(paired_forest(doc), images, prefix, path.stem, doc_id)
             out += [f"#### {doc.model}: A `{side_text(doc.a)}`, B `{side_text(doc.b)}`", "",
                     _("Recorded {date} at commit `{commit}` on {device}, {backend}; {k} rounds, servers {servers}, "
                       "{seconds:.0f} s in all (`{file}`).", date=doc.built_at[:10],

@@ -5,8 +5,11 @@ Sphinx reads the page (``source-read``, in every language's pass) :func:`render_
 with the view drawn from the model's results document (``_build/results/<model>.json``) and its card, with the
 model's recorded documents handed to the views, in the pass's language:
 
-* a table, a verdict, a note, a collapsed block: its HTML, in place;
-* a figure: a PNG written into the pass's ``_images/`` (named by its content), shown by an ``<img>``.
+* a table: its HTML, in place, and under it a link to the rows it shows as CSV (written into the pass's ``_data/``)
+  and the identifier of the document it was drawn from;
+* a verdict, a note, a collapsed block: its HTML, in place;
+* a figure: a PNG written into the pass's ``_images/`` (named by its content), shown by an ``<img>``, with the
+  identifier of its document under it.
 
 A view that cannot be drawn (no document, a section missing) shows one line saying why
 (``tut-render-error``: ``make check`` fails the page) and warns.
@@ -18,6 +21,7 @@ languages, and executes nothing (:func:`npu_tutorials.site.rerun.inputs_digest` 
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import html
 import io
@@ -27,38 +31,84 @@ from typing import Any
 
 from ..core.errors import TutorialError
 from ..core.messages import LOCALE_DIR, _, language
+from ..core.tables import Table, Verdict
 from ..views.refs import MARK, parse, resolve
 from ..inputs import cards
 from ..inputs.cards import load_card
 from ..inputs.gallery_index import tutorials
-from ..record.results import recorded_dir, results_dir
-from ..views import Views
+from ..record.results import document_id, recorded_dir, results_dir
+from ..views import Views, figure_data
 from ..views.deploy import collect_env_block
 from ..engine.deploy import LABELS
+from . import code_graph
 from .i18n import extracting, page_lang
 from ..record.results import read_doc, recorded
 
 PLACEHOLDER = re.compile(rf'^(?P<indent>[ \t]*)(?P<before>.*?)<div class="{MARK}" data-tut-view="(?P<ref>[^"]*)"></div>',
                          re.M)
 ERROR_MARK = "tut-render-error"
+DATA_MARK = "tut-data"  # under a table or a figure: the CSV of its rows and its document
 PACKAGE = Path(__file__).resolve().parents[1]
-# what draws a page from its document: the views, the messages, the tables, the headline figures, this module
-DRAWING = ("views", "core/messages.py", "core/tables.py", "record/headline.py", "site/render.py",
-           "site/recorded_page.py", "site/banners.py", "site/freshness.py")
+# what draws a tutorial's page from its document: this module's views and the banners (code_graph.reached from them)
+DRAWING_ROOTS = ["npu_tutorials.site.render", "npu_tutorials.site.banners"]
 STAMP = "tut-render-{stem}.digest"  # in the pass's doctree folder: the drawing digest a page was last read with
 
 
-def _documents(model: str, record: str = "") -> tuple[Any, Any, list]:
-    """(the document to draw, the card, the other recorded documents) of ``model``: this build's document, or
-    for a page this build did not execute the recorded one ``record`` (``<model>/<file>.json`` under
-    ``results/``)."""
+def _documents(model: str, record: str = "") -> tuple[Any, Any, list, str]:
+    """(the document to draw, the card, the other recorded documents, the document's identifier) of ``model``:
+    this build's document, or for a page this build did not execute the recorded one ``record``
+    (``<model>/<file>.json`` under ``results/``)."""
     if record:
         doc = read_doc(recorded_dir() / record)
-        return doc, load_card(model), [d for d in recorded(model) if d.provenance.built_at != doc.provenance.built_at]
+        return (doc, load_card(model), [d for d in recorded(model, superseded=True)
+                                        if d.provenance.built_at != doc.provenance.built_at],
+                document_id(recorded_dir() / record))
     path = results_dir() / f"{model}.json"
     if not path.is_file():
         raise TutorialError(f"no results document {path} to draw the page from (the tutorial wrote none)")
-    return read_doc(path), load_card(model), recorded(model)
+    return read_doc(path), load_card(model), recorded(model, superseded=True), document_id(path)
+
+
+def keep(folder: Path, stem: str, data: bytes, suffix: str, digits: int) -> str:
+    """``data`` written once into ``folder`` under ``stem`` and the first ``digits`` hex digits of its SHA-256 (the
+    same bytes, the same name, in every pass); returns the file's name."""
+    file = f"{stem}_{hashlib.sha256(data).hexdigest()[:digits]}{suffix}"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / file).is_file():
+        (folder / file).write_bytes(data)
+    return file
+
+
+def table_csv(table, data: Path, prefix: str, name: str, doc_id: str = "") -> str:
+    """``table``'s columns and the rows it shows, as a CSV file in ``data`` (named by the view, the document and its
+    bytes), and the link a page at ``prefix`` shows under the table, naming the document (``doc_id``; none for a
+    view of several documents, whose rows name them)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(table.columns)
+    writer.writerows(table.cells())
+    file = keep(data, f"tut_{name}" + (f"_{doc_id}" if doc_id else ""), buf.getvalue().encode("utf-8"), ".csv", 8)
+    return (f'<p class="{DATA_MARK}"><a href="{prefix}_data/{file}" download>{html.escape(_("Download as CSV"))}</a>'
+            + (f" · {source_line(doc_id)}" if doc_id else "") + "</p>")
+
+
+def source_line(doc_id: str) -> str:
+    return html.escape(_("from document {id}", id=doc_id))
+
+
+def table_block(table, images: Path, prefix: str, name: str, doc_id: str = "") -> str:
+    """A :class:`Table` or :class:`Verdict` as a page shows it: the table and, under it, its CSV and document."""
+    return table._repr_html_() + table_csv(table if isinstance(table, Table) else table.table(), images.parent / "_data",
+                                           prefix, name, doc_id)
+
+
+def figure_block(fig, images: Path, prefix: str, name: str, doc_id: str = "") -> str:
+    """A figure as a page shows it: the image and, under it, the CSV of the rows it draws (:mod:`..views.figure_data`)
+    and its document."""
+    rows = figure_data.of(fig)
+    return figure_html(fig, images, prefix, name) + (
+        table_csv(rows, images.parent / "_data", prefix, name, doc_id) if rows is not None
+        else f'<p class="{DATA_MARK}">{source_line(doc_id)}</p>' if doc_id else "")
 
 
 def figure_html(fig, images: Path, prefix: str, name: str) -> str:
@@ -70,11 +120,7 @@ def figure_html(fig, images: Path, prefix: str, name: str) -> str:
         fig.savefig(buf, format="png", dpi=100)
     finally:
         plt.close(fig)
-    data = buf.getvalue()
-    file = f"tut_{name}_{hashlib.sha256(data).hexdigest()[:16]}.png"
-    images.mkdir(parents=True, exist_ok=True)
-    if not (images / file).is_file():
-        (images / file).write_bytes(data)
+    file = keep(images, f"tut_{name}", buf.getvalue(), ".png", 16)
     return (f'<img alt="{html.escape(name)}" class="sphx-glr-single-img tut-figure" '
             f'src="{prefix}_images/{file}" />')
 
@@ -85,11 +131,14 @@ def draw(ref: dict, lang: str, images: Path, prefix: str, cache: dict | None = N
     model, record = ref["model"], ref.get("doc", "")
     if (model, record) not in cache:
         cache[model, record] = _documents(model, record)
-    doc, card, recorded = cache[model, record]
+    doc, card, recorded, doc_id = cache[model, record]
+    name = f"{model}_{ref['view'].replace('.', '_')}_{lang}"
     with language(lang):
         value = resolve(Views(doc, card, recorded), ref["view"])(*ref.get("args", []), **ref.get("kwargs", {}))
         if hasattr(value, "savefig"):
-            return figure_html(value, images, prefix, f"{model}_{ref['view'].replace('.', '_')}_{lang}")
+            return figure_block(value, images, prefix, name, doc_id)
+        if isinstance(value, (Table, Verdict)):
+            return table_block(value, images, prefix, name, doc_id)
         if hasattr(value, "_repr_html_"):
             return value._repr_html_()
         return f"<pre>{html.escape(str(value))}</pre>"
@@ -168,16 +217,13 @@ def collect_env_text(text: str, docs: list, lang: str) -> str:
     return COLLECT_ENV.sub(one, text)
 
 
-def drawing_digest(stem: str, srcdir: str | Path | None = None) -> str:
+def drawing_digest(stem: str, srcdir: str | Path | None = None, package: Path = PACKAGE) -> str:
     """Hash of what a page's drawing reads besides its executed page: its results document and recorded
-    documents, its card, the drawing code (:data:`DRAWING`) and the message catalogs, and (``srcdir``: the
-    pages' source folder) why this build did not execute it (its ``.skipped`` note, which a page drawn from a
-    record says)."""
+    documents, its card, the drawing code (the modules :data:`DRAWING_ROOTS` reach in ``package``) and the message
+    catalogs, and (``srcdir``: the pages' source folder) why this build did not execute it (its ``.skipped`` note,
+    which a page drawn from a record says)."""
     key = tutorials().get(stem, stem)
-    files: list[Path] = []
-    for part in DRAWING:
-        p = PACKAGE / part
-        files += sorted(f for f in p.rglob("*.py")) if p.is_dir() else [p]
+    files = code_graph.reached(package, DRAWING_ROOTS)
     files += sorted(LOCALE_DIR.rglob("*.po"))
     files += [cards.CARDS_DIR / f"{key}.yaml", results_dir() / f"{key}.json"]
     files += sorted((recorded_dir() / key).glob("*.json"))

@@ -15,6 +15,7 @@ from ..inputs.gallery_index import tutorials
 from ..inputs.weights import local_path_var, weights_identity
 from ..inputs import cards, digest
 from ..inputs.gallery_index import gallery_dir
+from . import code_graph
 
 
 IGNORED_VARIABLES = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", "TUTORIAL_DOWNLOADS_DIR",
@@ -23,22 +24,16 @@ IGNORED_VARIABLES = ("TUTORIAL_ONLY", "TUTORIAL_FORCE", "TUTORIAL_RESULTS_DIR", 
 
 
 PACKAGE = Path(__file__).resolve().parents[1]
-# the parts of the package that only draw a page from its results document (a change re-renders, no re-run), and
-# the commands (cli), which no page runs
-DRAWS_ONLY = ("views", "checks", "cli", "core/messages.py", "core/tables.py", "site/render.py", "site/banners.py",
-              "site/landing.py", "site/pages.py", "site/i18n.py", "site/deploy_page.py", "site/generated.py",
-              "site/runner_page.py", "site/recorded_page.py", "site/freshness.py", "site/api.py",
-              "site/overview.py")
+# what a run never enters: the views and the modules that word and lay out what they say are drawn when the page is
+# built (site.render), from the document the run wrote; a change to them re-renders the page and re-runs nothing
+DRAWN = ("npu_tutorials.views", "npu_tutorials.core.messages", "npu_tutorials.core.tables")
 
 
 def measuring_files(package: Path = PACKAGE) -> list[Path]:
-    """The package's files that shape what a tutorial measures: every module but :data:`DRAWS_ONLY` (the
-    cards and data are hashed per model)."""
-    skip = [package / part for part in DRAWS_ONLY]
-    return sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                  and "cards" not in p.relative_to(package).parts and "data" not in p.relative_to(package).parts
-                  and not any(p == s or s in p.parents for s in skip))
-
+    """The package's files that shape what a tutorial measures: the modules a gallery script's
+    ``npu_tutorials.tutorial`` reaches when it runs (:func:`code_graph.reached`: its imports, and the modules
+    its subprocesses run), never entering :data:`DRAWN` (the cards and data are hashed per model)."""
+    return code_graph.reached(package, ["npu_tutorials.tutorial"], stop=DRAWN)
 
 
 def inputs_digest(key: str, weights: str | None = None, package: Path = PACKAGE) -> str:

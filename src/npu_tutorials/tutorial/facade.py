@@ -24,6 +24,8 @@ import os
 import shutil
 import time
 
+from ..record import steps
+from ..record.schema_base import Message
 from ..engine.backend import describe_environment, detect_backend, host_threads
 from ..engine.collect_env import Capture, collect_env_argv
 from ..engine.platform import Platform, platform_for
@@ -104,7 +106,7 @@ def new_state(key: str) -> TutorialState:
     progress = Progress(card.key)
     backend = detect_backend()
     plat = platform_for(backend)
-    with progress.step("environment"):
+    with progress.step(Message.of(steps.ENVIRONMENT)):
         env = describe_environment(backend)
     profile_name = select_profile(card, plat)
     plan = plat.plan(card, profile_name, env.device_name, env.soc_version)
@@ -122,7 +124,7 @@ def new_state(key: str) -> TutorialState:
                       threads=threads, mode=weights_mode(), doc=doc, artifacts=artifacts_dir() / card.key, t0=t0)
     doc.results.conditions = Conditions(profile=profile_name, dtype=s.dtype, dtype_note=s.dtype_note, eager=s.eager)
     if plat.visible_devices_var:
-        with s.step("device lease"):
+        with s.step(Message.of(steps.DEVICE_LEASE)):
             lease = lease_devices(card.requires.devices, on_wait=lambda: progress.maybe_say("waiting for free devices"))
         if lease is not None:
             s.leases.append(lease)
@@ -285,10 +287,6 @@ class Tutorial:
     def recorded(self):
         """Documents of this model recorded by earlier builds on other hardware (``results/``)."""
         return self._records.recorded()
-
-    def noise(self):
-        """The between-run noise recorded for this build's machine kind, model, profile and dtype, or None."""
-        return self._records.noise()
 
     # -- wrap-up ---------------------------------------------------------------------
     def stop(self) -> None:

@@ -1,5 +1,5 @@
-"""Steps that read what earlier builds recorded (``results/``): other hardware, sections left to the full
-profile, and the between-run noise the gate widens its limits to."""
+"""Steps that read what earlier builds recorded (``results/``): other hardware, and sections left to the full
+profile."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import typing
 
 from ..record.schema import RecordedSection, ResultsDoc
 from .state import TutorialState
-from ..checks.gate import CONFIRM, measured_noise
 from ..record.results import recorded, section_from_records
 
 
@@ -45,9 +44,3 @@ class RecordSteps:
             s.progress.say(f"{section}: not measured in this build; shown as {origin.file} recorded it "
                            f"(built {origin.built_at} on {origin.machine})")
         return value
-
-    def noise(self):
-        """The between-run noise recorded for this build's machine kind, model, profile and dtype
-        (:func:`~npu_tutorials.checks.gate.measured_noise`), or None; a record the gate refuses joins
-        ``recorded_errors``."""
-        return measured_noise(self.s.doc, errors=self.s.recorded_errors, confirm=CONFIRM)

@@ -2,8 +2,8 @@
 
 * :func:`measure_gated`: one independent run of the steps its page runs for them
   (:func:`npu_tutorials.record.headline.gated_steps`), a fresh ``Tutorial`` and server, results in a scratch
-  folder.  ``scripts/repeatability.py`` runs it to measure the noise, and the gate's confirmation
-  (``make check GATE=1 CONFIRM=N``) runs it to measure a figure beyond its limit again.
+  folder.  ``scripts/repeatability.py`` runs it to measure the noise, and each side of the paired gate
+  (``make check GATE=1 PAIRED=<ref>``) runs it in its own checkout.
 * :func:`measure_paired`: two configurations of those steps, A and B, measured alternately on this host
   (:mod:`npu_tutorials.measure.paired`), for ``make compare``.
 """

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ContextManager, Mapping
 
+from ..record import steps
+from ..record.schema_base import Message
 from ..core.errors import TutorialError
 from ..core.progress import Progress
 from ..engine import container
@@ -92,7 +94,8 @@ class ServerPool:
         if srv is not None:
             return srv
         spec = self.spec_for(role, port=self.lease_port())
-        what = "server start" if self.server is None else f"server restart in {spec.dtype} for the {role} steps"
+        what = Message.of(steps.SERVER_START) if self.server is None else \
+            Message.of(steps.SERVER_RESTART, dtype=spec.dtype, role=role)
         return self.start(spec, what, self.meanwhile(spec.dtype) if self.meanwhile else contextlib.nullcontext())
 
     def start(self, spec: ServerSpec, what: str, meanwhile: ContextManager = contextlib.nullcontext()) -> VLLMServer:

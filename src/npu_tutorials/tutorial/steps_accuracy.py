@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 
+from ..record import steps
+from ..record.schema_base import Message
 from ..checks.e2e import e2e_config
 from ..checks.publish import publish_target
 from ..measure import accuracy, consistency, metrics, tasks
@@ -65,7 +67,7 @@ class AccuracySteps:
         check = self.s.card.accuracy.logits
         if check is None:
             raise TutorialError(f"cards/{self.s.card.key}.yaml has no accuracy.logits section")
-        with self.s.step(f"logits agreement ({len(check.prompts)} prompts, fp32 reference)"):
+        with self.s.step(Message.of(steps.LOGITS, n=len(check.prompts))):
             rep = accuracy.logits_agreement(self.s.servers.ensure("accuracy"), self.s.model,
                                             self.s.serve_path, check, self.s.card.vocab_size, self.s.real,
                                             self.s.card.accuracy.splits)
@@ -88,8 +90,8 @@ class AccuracySteps:
         if check is None:
             raise TutorialError(f"cards/{self.s.card.key}.yaml has no accuracy.{'chat_' if chat else ''}consistency "
                                 "section")
-        what = f"chat consistency (every position of a {check.positions}-token answer)" if chat else \
-            "forward consistency (every position)"
+        what = Message.of(steps.CHAT_CONSISTENCY, n=check.positions) if chat \
+            else Message.of(steps.CONSISTENCY)
         with self.s.step(what):
             rep = consistency.forward_consistency(self.s.servers.ensure("accuracy"), self.s.model,
                                                   self.s.serve_path, check, self.s.card.vocab_size, self.s.real,
@@ -124,7 +126,7 @@ class AccuracySteps:
             raise TutorialError("record_completion() first: this compares its request")
         srv, chat = self.s.servers.ensure("performance"), fn.endpoint == "chat"
         n = min(fn.max_tokens, FUNCTIONAL_GREEDY_TOKENS)
-        with self.s.step(f"functional request, greedy, engine beside the fp32 reference ({n} tokens)"):
+        with self.s.step(Message.of(steps.FUNCTIONAL, n=n)):
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, [f.prompt], n, chat=chat,
                                                 stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
         row = _text_rows(rows, self.s.card.accuracy.splits, chat)[0]
@@ -133,7 +135,7 @@ class AccuracySteps:
     def text_consistency(self) -> TextAgreement:
         """The card's chat prompts, greedy, engine against reference: identical texts, and where not, why."""
         qa = self.s.card.accuracy.qa
-        with self.s.step(f"text consistency ({len(qa.items)} chat prompts, greedy)"):
+        with self.s.step(Message.of(steps.TEXT, n=len(qa.items))):
             rows = consistency.text_consistency(self.s.servers.ensure("accuracy"), self.s.model,
                                                 self.s.serve_path, [i.prompt for i in qa.items], qa.max_tokens,
                                                 chat=True, stop_ids=self._stop_ids(), vocab_size=self.s.card.vocab_size)
@@ -175,7 +177,8 @@ class AccuracySteps:
             r = srv.post("/v1/chat/completions", tasks.gsm_request(model, p.question, size.max_tokens))
             return r["choices"][0]["message"]["content"], r["choices"][0].get("finish_reason")
 
-        with self.s.step(f"GSM-style problems ({len(problems)}, greedy, up to {size.max_tokens} tokens)"):
+        with self.s.step(Message.of(steps.GSM, n=len(problems),
+                                     max_tokens=size.max_tokens)):
             outs = consistency.parallel(ask, problems, 20)
         rows = [TaskRow(question=p.question, expected=p.answer, output=o, correct=tasks.gsm_correct(o, p.answer))
                 for (o, _), p in zip(outs, problems)]
@@ -197,7 +200,7 @@ class AccuracySteps:
         """The card's prompts, greedy tokens of engine and reference, each row with its own error."""
         g = self.s.card.accuracy.greedy
         n = len(g.prompts) + len(g.chat_prompts)
-        with self.s.step(f"greedy agreement ({n} prompts x {g.num_tokens} tokens)"):
+        with self.s.step(Message.of(steps.GREEDY, n=n, tokens=g.num_tokens)):
             srv = self.s.servers.ensure("accuracy")
             rows = consistency.text_consistency(srv, self.s.model, self.s.serve_path, g.prompts, g.num_tokens,
                                                 chat=False, vocab_size=self.s.card.vocab_size)

@@ -6,6 +6,8 @@ import json
 import os
 import re
 
+from ..record import steps
+from ..record.schema_base import Message
 from ..measure import efficiency, reference
 from ..engine import bandwidth, isolated
 from ..engine.bench import run_seed, run_serving_benchmark
@@ -49,7 +51,7 @@ class PerformanceSteps:
         """Per input length: requests one at a time (TTFT = prefill latency, TPOT = decode), then all at once."""
         reference.release()  # the engine needs the memory under load more than the reference does now
         sw, rows = self.sweep, []
-        with self.s.step("input-length sweep"):
+        with self.s.step(Message.of(steps.INPUT_LENGTH_SWEEP)):
             for n_in in self.s.progress.iterate(sw.input_lens, "input length point"):
                 alone = self._bench(BenchProfile(num_prompts=sw.requests_per_point, input_len=n_in,
                                                  output_len=sw.sweep_output_len, max_concurrency=1), f"len{n_in}-c1")
@@ -76,7 +78,7 @@ class PerformanceSteps:
         """Output throughput at each concurrency (``repeats`` runs of ``rounds`` x concurrency requests, at least 2)."""
         reference.release()
         rows = []
-        with self.s.step("concurrency sweep"):
+        with self.s.step(Message.of(steps.CONCURRENCY_SWEEP)):
             for n in self.s.progress.iterate(self.sweep.concurrency, "concurrency point"):
                 thr, tpot, ttft = self.point(n, "conc")
                 rows.append(ConcurrencyPoint(concurrency=n, output_throughput=thr, tpot_ms=tpot, ttft_ms=ttft,
@@ -98,7 +100,7 @@ class PerformanceSteps:
             raise TutorialError("call concurrency_sweep() first: efficiency reads its concurrency-1 point")
         one = next(r for r in conc if r.concurrency == 1)
         self.s.servers.stop()
-        with self.s.step("bandwidth probe"):
+        with self.s.step(Message.of(steps.BANDWIDTH)):
             bw = bandwidth.measure(self.s.backend, self.s.env.device_name, env={**os.environ, **self.s.device_env})
         base = self.s.profile
         config = json.loads((self.s.serve_path / "config.json").read_text())
@@ -131,7 +133,8 @@ class PerformanceSteps:
                      bench_seed=run_seed(f"conc{p.concurrency}-r0"),
                      bench_num_prompts=max(2, self.sweep.rounds * p.concurrency)) for p in points]
         sizes = " and ".join(str(p.concurrency) for p in points)
-        with self.s.step(f"transformers baseline, batch {sizes} (the same prompts, lengths, dtype, device)"):
+        with self.s.step(Message.of(steps.TRANSFORMERS_BASELINE,
+                                     sizes=str(sizes))):
             res = isolated.call("npu_tutorials.measure.efficiency:hf_generate_throughput_points",
                                 str(self.s.serve_path), spec, device, self.s.dtype,
                                 repeats=max(1, self.sweep.repeats), threads=self.s.threads,

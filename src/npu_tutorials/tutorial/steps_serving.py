@@ -20,6 +20,7 @@ from ..engine.memory import kv_cache_from_log
 from ..core.errors import TutorialError
 from ..engine.isolated import run_group
 from ..record.schema import Benchmark, BenchConditions, Functional, Memory, OfflineExample
+from ..record import steps
 from ..record.schema_base import Message
 from ..engine.processes import tail
 from ..engine.server import VLLMServer
@@ -55,7 +56,7 @@ class ServingSteps:
         env = {**os.environ, **self.s.run_env, "VLLM_CONFIGURE_LOGGING": "0", **added}
         changes = [Message.of(c.msgid, **dict(c.fields)) for c in why]
         t = time.monotonic()
-        with self.s.step("offline example (vllm.LLM in its own process)"):
+        with self.s.step(Message.of(steps.OFFLINE_EXAMPLE)):
             proc = run_group([sys.executable, str(script)], env=env, timeout=timeout, what="the offline example")
         log.write_text(proc.stderr)
         if proc.returncode != 0:
@@ -113,7 +114,8 @@ class ServingSteps:
         srv = self.s.servers.ensure("performance")
         p = self.s.profile
         runs = []
-        with self.s.step(f"vllm bench serve ({p.repeats} runs of {p.num_prompts} requests)"):
+        with self.s.step(Message.of(steps.BENCH, repeats=p.repeats,
+                                     prompts=p.num_prompts)):
             for r in self.s.progress.iterate(range(p.repeats), "benchmark run"):
                 runs.append(bench.run_serving_benchmark(srv, p, model=self.s.model,
                                                         tokenizer=str(self.s.serve_path), out_dir=self.s.artifacts,

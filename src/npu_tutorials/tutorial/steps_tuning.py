@@ -27,6 +27,7 @@ from ..measure.efficiency import decode_bytes, mean_decode_context
 from ..measure.tuning_plan import GRAPH, SKIP_FAILED
 from ..record.headline import roofline_fraction
 from ..record.schema import ConcurrencyPoint, Efficiency, Server, Tuning, TuningRow
+from ..record import steps
 from ..record.schema_base import Message
 from .records import RecordSteps
 from .state import TutorialState
@@ -73,14 +74,15 @@ class TuningSteps:
         top = max(self.performance.sweep.concurrency)
         if srv.reused:
             conc = {p.concurrency: p for p in swept.points}
-            thr1, tpot1, thr_top = conc[1].output_throughput, conc[1].tpot_ms, conc[top].output_throughput
+            thr1, tpot1 = conc[1].output_throughput, conc[1].tpot_ms
+            thr_top, tpot_top, ttft_top = conc[top].output_throughput, conc[top].tpot_ms, conc[top].ttft_ms
             startup = swept.server.startup_s
         else:
             mode = f" ({self.s.platform.graph_mode})" if srv.name == GRAPH else ""
-            with self.s.step(f"tuning: {srv.name}{mode}"):
-                self._start(f"server start, {srv.name}", flags=srv.flags, env=srv.env, label=f"-tune{tag}")
+            with self.s.step(Message.of(steps.TUNING, name=srv.name, mode=mode)):
+                self._start(Message.of(steps.SERVER_START_KNOB, name=srv.name), flags=srv.flags, env=srv.env, label=f"-tune{tag}")
                 thr1, tpot1, _ = self.performance.point(1, f"tune{tag}-")
-                thr_top, _, _ = self.performance.point(top, f"tune{tag}-")
+                thr_top, tpot_top, ttft_top = self.performance.point(top, f"tune{tag}-")
                 startup = self.s.server.startup_s
                 log = self.s.server.log_path
                 if out.cpu_binding is None and log.is_file():  # vllm-ascend's own CPU binding, as it logged it
@@ -88,7 +90,7 @@ class TuningSteps:
                 self.s.servers.stop()
         return TuningRow(name=srv.name, flags=list(srv.flags), env=dict(srv.env), knobs=list(srv.knobs),
                          startup_s=round(startup, 1), tpot_ms=tpot1, throughput_c1=thr1, throughput_high=thr_top,
-                         high_concurrency=top, fraction=roofline_fraction(bytes_, tpot1.median, bw))
+                         tpot_high_ms=tpot_top, ttft_high_ms=ttft_top, high_concurrency=top, fraction=roofline_fraction(bytes_, tpot1.median, bw))
 
     def _measure_knobs(self, srv, bytes_: float, bw: float | None, out: Tuning, swept: Swept,
                        tag: str = "0") -> TuningRow | None:
@@ -186,12 +188,12 @@ class TuningSteps:
             rows += self._combination(plan.combination_server(combo), servers, bytes_, bw, out, swept)
         best = plan.pick_best(rows[1:], base)
         if t.overhead_model:
-            with self.s.step("tuning: fixed overhead on a tiny model of the same architecture"):
+            with self.s.step(Message.of(steps.TUNING_OVERHEAD)):
                 tiny = ensure_standin(self.s.card, config=tiny_config(self.s.card.config), label="tiny")
                 tiny_path = tiny.path
                 if self.s.card.architecture in CONVERTED_ARCHS:  # served converted, as the model itself is
                     tiny_path = ensure_converted(tiny.path)
-                self._start("server start, tiny model, graph mode", flags=best.flags, env=best.env, model=tiny_path,
+                self._start(Message.of(steps.SERVER_START_TINY), flags=best.flags, env=best.env, model=tiny_path,
                             label="-tiny")
                 _, tiny_tpot, _ = self.performance.point(1, "tune-tiny-")
                 self.s.servers.stop()

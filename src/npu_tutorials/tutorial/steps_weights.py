@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..record import steps
+from ..record.schema_base import Message
 from ..core.errors import TutorialError
 from ..engine.commands import CONVERSION_WHY, CONVERTED_ARCHS
 from ..inputs.weights import Weights, resolve_weights
@@ -28,7 +30,7 @@ class WeightsSteps:
     def prepare_weights(self) -> Weights:
         """Find the real weights, or build the planted stand-in, and record which (``TUTORIAL_WEIGHTS``)."""
         s = self.s
-        with s.step("weights (find, download or build the stand-in)"):
+        with s.step(Message.of(steps.WEIGHTS)):
             s.weights = w = resolve_weights(s.card, s.mode, progress=s.progress)
         cfg = json.loads((w.path / "config.json").read_text())
         s.doc.provenance.weights = WeightsInfo(kind=w.kind, source=w.source, label=scrub(w.label()),
@@ -42,7 +44,7 @@ class WeightsSteps:
         w = s.need_weights()
         arch = s.card.architecture
         if arch in CONVERTED_ARCHS:
-            with s.step(f"convert {arch} to {CONVERTED_ARCHS[arch]}"):
+            with s.step(Message.of(steps.CONVERT, arch=arch, target=CONVERTED_ARCHS[arch])):
                 s.serve_path = ensure_converted(w.path)
                 trim_memory()
             sc = ServingCheckpoint(route=f"converted to {CONVERTED_ARCHS[arch]}", why=CONVERSION_WHY.format(arch=arch))

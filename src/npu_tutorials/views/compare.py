@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..checks.gate import Noise, gate
-from ..record.headline import METRICS, accuracy_verdict, headline_figures, staleness
+from ..record.headline import METRICS, accuracy_verdict, engine_versions, headline_figures, staleness
 from ..record.schema import ResultsDoc
 from ..core.messages import _
 from ..inputs.weights import kind_label
-from ..core.tables import Table
+from ..core.tables import Note, Table
+from . import plots
 from .base import BaseViews
 
 
@@ -18,10 +18,15 @@ def _verdict(v: str) -> str:
 
 class CompareViews(BaseViews):
     def on_other_hardware(self, recorded: list[ResultsDoc] | None = None) -> Table:
-        """This build's headline figures beside every recorded document of the same model (``recorded``; the
-        ones the site handed to the views where not given)."""
+        """This build's headline figures beside the newest recorded document of each machine kind and CPU generation
+        of the same model (``recorded``; the ones the site handed to the views where not given, which include the
+        records later ones replaced, for :meth:`history`)."""
         recorded = self.recorded if recorded is None else recorded
-        docs = [self.doc] + [d for d in recorded if d.provenance.built_at != self.prov.built_at]
+        newest: dict[str, ResultsDoc] = {}
+        for d in sorted(recorded, key=lambda d: d.provenance.built_at):
+            newest[d.provenance.machine.record_stem] = d
+        docs = [self.doc] + [d for d in sorted(newest.values(), key=lambda d: d.provenance.built_at)
+                             if d.provenance.built_at != self.prov.built_at]
         cols = ["", _("this build")] + [_("recorded {i}", i=i) for i in range(1, len(docs))]
         heads = [headline_figures(d) for d in docs]
         rows = [[_("device"), *[d.provenance.device_and_generation for d in docs]],
@@ -47,48 +52,26 @@ class CompareViews(BaseViews):
             note = _("No results of this model are recorded from other hardware yet (results/ in the repository).")
         return Table(cols, rows, caption=_("On other hardware"), note=note)
 
-    def gate_table(self, recorded: list[ResultsDoc], noise: Noise | None = None,
-                   errors: list[str] | None = None) -> Table:
-        """This build against the recorded baseline of the same conditions, as make check GATE=1 sees it
-        (``noise``: this machine kind's measured between-run noise, :func:`gate.measured_noise`)."""
-        g = gate(self.doc, recorded, self.card, noise, errors)
-        if g.baseline is None:
-            rows = [[_("baseline"), _("none recorded for this machine, weights kind, profile and dtype")]]
-            rows += [[_("unreadable"), e] for e in g.errors]
-            return Table(["", ""], rows, caption=_("Regression gate"),
-                         note=_("With no baseline there is nothing to compare; make record stores one.")
-                              + (_(" An unreadable recorded file fails the gate.") if g.errors else ""))
-        now, then = headline_figures(self.doc), headline_figures(g.baseline)
-        confirm = g.noise.confirm if g.noise else 0
-
-        def verdict(c) -> str:
-            if not c.regressed:
-                return _("PASS")
-            if confirm and not c.reruns:  # make check GATE=1 measures it again before it fails
-                return _("beyond: measured {confirm} more times by make check GATE=1, which fails on the majority",
-                         confirm=confirm)
-            return _("FAIL")
-
-        rows = [[_(c.label), now[c.key].text(), then[c.key].text(), f"{c.ratio:.3f}",
-                 f"{'>=' if c.better == 'higher' else '<='} {c.limit}", verdict(c)]
-                for c in g.comparisons]
-        if g.other_generation:
-            rows.append([_("speed (throughput, TTFT, TPOT)"), self.prov.machine.cpu_generation or "–",
-                         g.baseline.provenance.machine.cpu_generation
-                         or ", ".join(sorted(g.noise.generations if g.noise else ())) or "–", "–",
-                         _("the same CPU generation"), _("not compared: another CPU generation")])
-        rows += [[_(then[k].label), _("missing"), then[k].text(), "–", _("present"), _("FAIL")] for k in g.missing]
-        base, cur = g.verdicts or ("–", "–")
-        rows.append([_("accuracy (every check and metric)"), _verdict(cur), _verdict(base), "–",
-                     _("no metric lost, failed, or halfway to its threshold"), _("FAIL") if g.accuracy else _("PASS")])
-        b = g.baseline.provenance
-        # the gate's own lines (what make check GATE=1 prints) stay as they are written
-        return Table([_("metric"), _("this build"), _("baseline"), _("ratio"), _("limit"), _("gate")], rows,
-                     caption=_("Regression gate against the recorded baseline ({date}, {commit})",
-                               date=b.built_at[:10], commit=b.git_commit[:12]),
-                     note=(_("Limits widened to the between-run noise measured on this kind of machine ({source}). ",
-                             source=g.noise.source) if g.noise else
-                           _("No between-run noise is recorded for this machine kind, model, profile and dtype "
-                             "(scripts/repeatability.py); the limits are the card's. ")) +
-                          _("A figure beyond its limit fails; make check GATE=1 fails with one line per FAIL row.")
-                          + ("".join(f" {line}." for line in g.accuracy)))
+    def history(self):
+        """This model's headline figures across its runs, one line per machine kind and weights kind with two runs
+        or more (this build's and the recorded ones), in date order, each point with its commit; a change of
+        versions is marked (:func:`plots.history`).  With one run per kind: a note that there is no history yet."""
+        docs = [self.doc] + [d for d in self.recorded if d.provenance.built_at != self.prov.built_at]
+        groups: dict[str, list] = {}
+        for d in sorted(docs, key=lambda d: d.provenance.built_at):
+            p = d.provenance
+            heads = headline_figures(d)
+            if p.status != "complete" or not heads:
+                continue
+            kind = f"{p.machine.slug}, {kind_label(p.weights.kind) if p.weights else '–'}"
+            groups.setdefault(kind, []).append((p.built_at[:16].replace("T", " "), {k: f.stat for k, f in heads.items()},
+                                                p.git_commit[:7], engine_versions(d)))
+        series = [(kind, pts) for kind, pts in groups.items() if len(pts) >= 2]
+        if not series:
+            return Note(_("No history yet: this model has one complete run per machine kind ({kinds}). Each run "
+                          "recorded on the same kind of machine (make record) adds a point.",
+                          kinds="; ".join(groups) or "–"))
+        figures = [(key, _(label) + (f" ({unit})" if unit else "")) for key, label, unit, _b in METRICS
+                   if key != "roofline_fraction" and any(key in pt[1] for _k, pts in series for pt in pts)]
+        return plots.history(series, figures, _("{model}: headline figures across runs (median, interquartile "
+                                                 "range; the commit beside each point)", model=self.card.name))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..core.messages import N_, _
 from ..core.tables import Table
+from ..measure.paired import ROUNDS_95
 from ..record.schema_base import Stat
 from ..record.schema_paired import Comparison, Side
 from . import plots
@@ -39,15 +40,27 @@ def _row(label: str, p, first: list[dict[str, float]], second: list[dict[str, fl
             f"{p.low:.3f} – {p.high:.3f}", verdict]
 
 
+def with_latency(verdict: str, p, ratios) -> str:
+    """A throughput ratio called a change, with the latency ratios of the same rounds beside it (a gain bought with
+    latency shows in its own row); any other verdict as it is."""
+    beside = [q for q in ratios if q.key in ("median_ttft_ms", "median_tpot_ms")]
+    if p.key != "output_throughput" or p.verdict == "no measurable change" or not beside:
+        return verdict
+    return _("{verdict}; in the same rounds: {latency}", verdict=verdict,
+             latency=", ".join(f"{_(q.label)} {change(q.median)}" for q in beside))
+
+
 def control_label(p) -> str:
     return _("{figure}: control, A again / A", figure=_(p.label))
 
 
 def paired_table(doc: Comparison) -> Table:
     """Per headline figure: each side's median over the rounds, the paired ratio B/A (median and interval, as
-    changes in per cent) and the verdict; with a control, its rows after: A run again against A, where any
+    changes in per cent) and the verdict (a throughput change with the latency ratios of the same rounds in its
+    row); with a control, its rows after: A run again against A, where any
     change called is a false alarm."""
-    rows = [_row(_(p.label), p, doc.rounds_a, doc.rounds_b, _(VERDICTS[p.verdict])) for p in doc.ratios]
+    rows = [_row(_(p.label), p, doc.rounds_a, doc.rounds_b, with_latency(_(VERDICTS[p.verdict]), p, doc.ratios))
+            for p in doc.ratios]
     rows += [_row(control_label(p), p, doc.rounds_a, doc.rounds_c,
                   _("no measurable change") if p.verdict == "no measurable change" else _("false alarm"))
              for p in doc.control]
@@ -56,7 +69,7 @@ def paired_table(doc: Comparison) -> Table:
     note = _("A: {a}. B: {b}. {k} rounds of the page's gated steps ({steps}) per side, {order}; "
              "servers: {servers}. The ratio is B/A within each round (the host's drift cancels); the interval "
              "is the sign test's exact {conf:.1f} % interval for its median. A change is called only when the "
-             "interval excludes 1.", a=side_text(doc.a), b=side_text(doc.b), k=len(doc.order),
+             "interval covers at least 95 % ({k95} rounds or more) and excludes 1.", k95=ROUNDS_95, a=side_text(doc.a), b=side_text(doc.b), k=len(doc.order),
              steps=", ".join(doc.steps), order=order, servers=_("one per side for every round") if doc.servers == "shared"
              else _("a fresh one per side and round"), conf=100 * conf)
     differ = [f"{k} {doc.a.versions.get(k) or '–'} / {doc.b.versions.get(k) or '–'}"

@@ -133,6 +133,7 @@ class TuningViews(BaseViews):
         rows = [[config_label(r.name),
                  " ".join([*(f"{k}={v}" for k, v in r.env.items()), *r.flags]) or _("(card defaults)"),
                  r.tpot_ms.text(1), r.throughput_c1.text(2), r.throughput_high.text(1) if r.throughput_high else "–",
+                 r.tpot_high_ms.text(1) if r.tpot_high_ms else "–", r.ttft_high_ms.text(0) if r.ttft_high_ms else "–",
                  _pct(r.fraction), f"{r.startup_s:.0f} s", "–" if r is base or base is None else _vs_graph(r, base)]
                 for r in t.rows]
         high = next((r.high_concurrency for r in t.rows if r.high_concurrency), None)
@@ -176,7 +177,8 @@ class TuningViews(BaseViews):
         if t.limit:
             notes.append(t.limit)
         return Table([_("configuration"), _("flags and environment"), _("TPOT at 1 (ms)"), _("tok/s at 1"),
-                      _("tok/s at {high}", high=high or "–"), _("roofline fraction"), _("start-up"),
+                      _("tok/s at {high}", high=high or "–"), _("TPOT at {high} (ms)", high=high or "–"),
+                      _("TTFT at {high} (ms)", high=high or "–"), _("roofline fraction"), _("start-up"),
                       _("vs graph mode")], rows,
                      caption=_("The report's conditions beside a tuned deployment, {how}",
                                how=_("recorded by an earlier build") if recorded else _("measured in this build")),
@@ -220,7 +222,7 @@ class TuningViews(BaseViews):
             return _("no, in the baseline: {why}", why=shown(why)) if in_baseline(why) else shown(why)
 
         rows = [[k.name, " ".join([*(f"{v}={x}" for v, x in k.env.items()), *k.flags]),
-                 k.source or "–", k.why, measured_here(k)] for k in knobs]
+                 k.source or "–", _(k.why) if k.why else "–", measured_here(k)] for k in knobs]
         return Table([_("knob"), _("sets"), _("source"), _("why it should help"), _("measured here")], rows,
                      caption=_("The {backend} knobs this page measures, where they come from", backend=self.backend),
                      note=note)

@@ -14,6 +14,7 @@ import numpy as np
 from importlib.resources import files
 
 from ..core.messages import _
+from . import figure_data as data
 
 CJK_FAMILY = "Noto Sans CJK SC"
 CJK_FONT = ("mplfonts", "fonts/NotoSansCJKsc-Regular.otf")  # package, file in it (OFL)
@@ -83,8 +84,9 @@ def latency_distributions(bench, title: str):
     tpot = np.asarray(bench.tpot_ms, dtype=float)
     itl = np.asarray(bench.itl_ms, dtype=float)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    for ax, values, name in zip(axes, (ttft, tpot, itl), (_("TTFT per request"), _("TPOT per request"),
-                                                            _("inter-token latency (all tokens)"))):
+    panels = list(zip((_("TTFT per request"), _("TPOT per request"), _("inter-token latency (all tokens)")),
+                      (ttft, tpot, itl)))
+    for ax, (name, values) in zip(axes, panels):
         if values.size:
             ax.hist(values, bins=min(30, max(5, values.size // 2)), color="#3a6ea5")
             ax.axvline(np.median(values), color="k", ls="--", lw=1,
@@ -95,7 +97,7 @@ def latency_distributions(bench, title: str):
     axes[0].set_ylabel(_("count"))
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return data.attach(fig, data.latency_distributions(panels))
 
 
 @with_fonts
@@ -110,18 +112,18 @@ def logits_error(section, title: str):
     a.set_xlabel(_("engine - reference (log-probabilities)") if "log" in section.compared_form
                      else _("engine - reference (logits)"))
     a.set_ylabel(_("count (log)"))
-    a.set_title(_("error over {values:,} values ({prompts} prompts)", values=int(counts.sum()),
-                      prompts=len(section.rows)), fontsize=10)
+    a.set_title(hist := _("error over {values:,} values ({prompts} prompts)", values=int(counts.sum()),
+                              prompts=len(section.rows)), fontsize=10)
     eng, ref = np.asarray(section.scatter_engine), np.asarray(section.scatter_reference)
     b.scatter(ref, eng, s=1, alpha=0.4, color="#3a6ea5")
     lo, hi = float(min(ref.min(), eng.min())), float(max(ref.max(), eng.max()))
     b.plot([lo, hi], [lo, hi], color="k", lw=0.8)
     b.set_xlabel(_("reference (fp32, CPU)"))
     b.set_ylabel(_("engine"))
-    b.set_title(_("first prompt, {tokens:,} evenly spaced tokens", tokens=ref.size), fontsize=10)
+    b.set_title(scatter := _("first prompt, {tokens:,} evenly spaced tokens", tokens=ref.size), fontsize=10)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return data.attach(fig, data.logits_error(section, hist, scatter))
 
 
 def _med_err(stats):
@@ -162,7 +164,11 @@ def sweeps(length_rows, conc_rows, title: str):
     axes[2].set_title(_("throughput scaling"), fontsize=10)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    drawn = [(axes[0], 0, L, [r.prefill_ms for r in length_rows]), (axes[0], 1, L, [r.ttft_concurrent_ms for r in length_rows]),
+             (axes[1], None, L, [r.tpot_ms for r in length_rows]), (axes[2], 0, c, [r.output_throughput for r in conc_rows])]
+    rows = [(ax.get_title(), "" if i is None else ax.get_legend_handles_labels()[1][i], ax.get_xlabel(), x, st)
+            for ax, i, xs, stats in drawn for x, st in zip(xs, stats)]
+    return data.attach(fig, data.series(rows))
 
 
 @with_fonts
@@ -183,7 +189,7 @@ def greedy_agreement(rows, title: str):
     ax.invert_yaxis()
     ax.set_title(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return data.attach(fig, data.greedy_agreement(rows))
 
 
 @with_fonts
@@ -203,7 +209,7 @@ def tuning(section, title: str):
     b.invert_yaxis()
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return data.attach(fig, data.tuning(section))
 
 
 @with_fonts
@@ -227,7 +233,10 @@ def thumbnail(bench=None, sweep=None):
         ax.set_ylabel(_("tokens/s"), fontsize=8)
     ax.tick_params(labelsize=7)
     fig.tight_layout()
-    return fig
+    if bench is not None:
+        return data.attach(fig, data.latency_distributions([(_("TPOT per request"), bench.tpot_ms)]))
+    return data.attach(fig, data.series([("", "", _("concurrency"), p.concurrency, p.output_throughput)
+                                         for p in sweep]))
 
 
 @with_fonts
@@ -266,7 +275,7 @@ def models_compared(rows, title: str):
     fig.legend(handles, labels, loc="lower center", fontsize=7, ncol=1, frameon=False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, below / fig.get_figheight(), 1, 1))
-    return fig
+    return data.attach(fig, data.models_compared(rows))
 
 
 @with_fonts
@@ -283,9 +292,52 @@ def paired_forest(ratios, title: str, labels: list[str] | None = None):
         ax.plot([p.median], [i], marker="|", markersize=16, color=colour)
         ax.scatter(p.ratios, [i] * len(p.ratios), s=12, color="k", alpha=0.5, zorder=3)
     ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(ratios)), labels or [_(p.label) for p in ratios])
+    labels = labels or [_(p.label) for p in ratios]
+    ax.set_yticks(range(len(ratios)), labels)
     ax.invert_yaxis()
     ax.set_xlabel(_("B/A per round (dots), median (bar) and interval (line)"))
     ax.set_title(title, fontsize=11)
     fig.tight_layout()
-    return fig
+    return data.attach(fig, data.paired_forest(ratios, labels))
+
+
+@with_fonts
+def history(series, figures, title: str):
+    """Headline figures across runs, one panel per figure (``figures``: (key, label) pairs): ``series`` of (machine
+    kind, points), each point (date text, {key: Stat}, commit, versions text) in date order.  The runs stand in date
+    order along the axis, one slot each; a median per run with whiskers over its interquartile range and its commit
+    beside it; where the versions change from the kind's run before, a dashed line with the new versions."""
+    plt = _plt()
+    slots = sorted({(d, c) for _kind, points in series for d, _f, c, _v in points})
+    fig, axes = plt.subplots(len(figures), 1, figsize=(9, 1.2 + 2.1 * len(figures)), sharex=True, squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for row, (key, label) in enumerate(figures):
+        ax = axes[row][0]
+        for j, (kind, points) in enumerate(series):
+            pts = [(slots.index((d, c)), f[key], c, v) for d, f, c, v in points if key in f]
+            if not pts:
+                continue
+            color = colors[j % len(colors)]
+            xs, stats = [x for x, *_r in pts], [st for _x, st, *_r in pts]
+            ax.errorbar(xs, [st.median for st in stats], yerr=[[st.median - st.q1 for st in stats],
+                                                                [st.q3 - st.median for st in stats]],
+                        marker="o", ms=4, lw=1, capsize=3, color=color, label=kind if row == 0 else None)
+            for x, st, commit, _v in pts:
+                ax.annotate(commit, (x, st.median), textcoords="offset points", xytext=(5, 3), fontsize=6)
+            for (_x0, _s0, _c0, before), (x, _s, _c, now) in zip(pts, pts[1:]):
+                if now != before:
+                    ax.axvline(x - 0.5, color=color, ls="--", lw=0.8, alpha=0.7)
+                    if row == 0:
+                        ax.annotate(now, (x - 0.5, 1), xycoords=("data", "axes fraction"), xytext=(2, -2),
+                                    textcoords="offset points", fontsize=6, va="top", rotation=90)
+        ax.set_ylabel(label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.margins(x=0.15)
+    axes[-1][0].set_xticks(range(len(slots)), [d for d, _c in slots], fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        axes[0][0].legend(handles, labels, fontsize=7, frameon=False, loc="best")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return data.attach(fig, data.history(series, figures))

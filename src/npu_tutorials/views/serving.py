@@ -130,7 +130,7 @@ class BuildViews(BaseViews):
                 [_("versions"), ", ".join(f"{k} {v}" for k, v in p.machine.versions.items() if v)]]
         costs = self.r.costs
         if costs:
-            rows.append([_("time per step"), "; ".join(f"{c.step}: {c.seconds:.0f} s" for c in costs)])
+            rows.append([_("time per step"), "; ".join(f"{c.step.shown()}: {c.seconds:.0f} s" for c in costs)])
         return Table(["", ""], rows, caption=_("Provenance of every number on this page"),
                      note=_("The whole document: {file} (schema {schema}).", file=f"{self.doc.model}-results.json",
                             schema=self.doc.schema_))
