@@ -32,6 +32,21 @@ def test_the_rows_are_the_shown_document_and_the_newest_record_of_each_other_mac
     assert len(bars) == 4 and sorted(round(b.get_width()) for b in bars) == [20, 20, 60, 100]
 
 
+def test_each_bar_of_the_comparison_names_its_document(tmp_path):
+    """Issue 56: the landing figure's CSV names, per bar, the identifier of the document it was drawn from (the
+    one api/ serves it under); a document built in memory, read from no file, has none."""
+    from npu_tutorials.record.results import document_id, read_doc, write_doc
+    from npu_tutorials.views import figure_data
+
+    card = load_card("qwen2.5-0.5b")
+    path = write_doc(make_doc(throughput=100.0, tpot=20.0), tmp_path / "mine.json")
+    mine = read_doc(path)
+    assert mine.identifier == document_id(path) and make_doc().identifier == ""
+    rows = overview.comparison_rows([card], {card.key: mine}, {})
+    data = figure_data.of(plots.models_compared(rows, "t"))
+    assert data.columns[-1] == "document" and [r[-1] for r in data.rows] == [document_id(path)]
+
+
 def test_the_landing_grid_links_every_page_and_draws_its_picture(tmp_path, monkeypatch):
     results = tmp_path / "results"
     results.mkdir()

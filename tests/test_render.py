@@ -25,7 +25,7 @@ from npu_tutorials.core.messages import LANGS, language
 from npu_tutorials.inputs import digest
 from npu_tutorials.inputs.cards import load_card
 from npu_tutorials.inputs.gallery_index import gallery_dir, tutorials
-from npu_tutorials.record.results import read_doc
+from npu_tutorials.record.results import document_id, read_doc
 from npu_tutorials.site import render, rerun
 from npu_tutorials.views import Show, Views
 from npu_tutorials.views.refs import resolve
@@ -272,7 +272,8 @@ def test_the_history_draws_the_recorded_runs_of_one_machine_kind_in_date_order_i
 
     from npu_tutorials.views import figure_data
 
-    docs = sorted((read_doc(p) for p in (ROOT / "results" / key).glob("*.json")), key=lambda d: d.provenance.built_at)
+    paths = sorted((ROOT / "results" / key).glob("*.json"), key=lambda p: read_doc(p).provenance.built_at)
+    docs = [read_doc(p) for p in paths]
     assert len({d.provenance.machine.slug for d in docs}) == 1 and len(docs) >= 2
     for lang, word in (("en", "headline figures across runs"), ("zh_CN", "各次运行的主要指标")):
         with language(lang):
@@ -292,6 +293,8 @@ def test_the_history_draws_the_recorded_runs_of_one_machine_kind_in_date_order_i
             rows = [r for r in data.rows if r[0] == ax.get_ylabel()]
             assert sorted(r[5] for r in rows) == pytest.approx(drawn) and len(rows) == len(docs)
             assert [r[3] for r in rows] == [d.provenance.git_commit[:7] for d in docs]
+            # and each point's document, by the identifier api/ serves it under
+            assert [r[-1] for r in rows] == [document_id(p) for p in paths] and rows[0][-1].startswith("doc-")
         plt.close(fig)
     one = Views(docs[0], load_card(key), []).compare.history()
     assert "No history yet" in repr(one)

@@ -162,6 +162,10 @@ def document_id(path: str | Path) -> str:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise TutorialError(f"{Path(path).name}: no identifier: it does not read as JSON ({exc})") from None
+    return _identifier(data)
+
+
+def _identifier(data: Any) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "doc-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
 
@@ -180,12 +184,15 @@ def read_doc(path: str | Path) -> ResultsDoc:
     if not readable(version):
         raise TutorialError(f"{path}: results schema {version!r}, this code reads schema {OLDEST_READ} to "
                             f"{SCHEMA_VERSION}")
+    identifier = _identifier(data)  # of the file as stored, before an older version is read as this one
     try:
-        return ResultsDoc.model_validate(data)
+        doc = ResultsDoc.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise TutorialError(f"{path}: {loc}: {first['msg']}") from None
+    doc._identifier = identifier
+    return doc
 
 
 def this_build(model: str) -> ResultsDoc | None:

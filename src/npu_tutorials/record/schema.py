@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 import re
 
 from ..core.model import StrictModel
@@ -386,11 +386,21 @@ class ResultsDoc(StrictModel):
     results: Results = Results()
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    _identifier: str = PrivateAttr("")  # set by results.read_doc: results.document_id of the file it was read from
 
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:  # a document of an older version, as this one stores it
         return upgrade(data)
+
+    def __eq__(self, other: object) -> bool:  # equal content, whichever file (identifier) either was read from
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
+    @property
+    def identifier(self) -> str:
+        """The identifier of the file this document was read from (:func:`.results.document_id`); "" for one built
+        in memory, not read from a file."""
+        return self._identifier
 
     def dump(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)

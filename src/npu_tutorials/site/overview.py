@@ -32,8 +32,8 @@ def hardware_label(doc: ResultsDoc) -> str:
 
 
 def comparison_rows(cards: list[Card], shown: dict[str, ResultsDoc | None], recorded: dict[str, list[ResultsDoc]]):
-    """(model, hardware, throughput Stat, TPOT Stat) per model and hardware: the document each page shows, and the
-    newest recorded document of every other machine kind."""
+    """(model, hardware, throughput Stat, TPOT Stat, document identifier) per model and hardware: the document each
+    page shows, and the newest recorded document of every other machine kind."""
     rows = []
     for card in cards:
         docs = [shown[card.key]] if shown.get(card.key) is not None else []
@@ -46,7 +46,8 @@ def comparison_rows(cards: list[Card], shown: dict[str, ResultsDoc | None], reco
             h = headline_figures(d)
             thr, tpot = h.get("output_throughput"), h.get("median_tpot_ms")
             if thr or tpot:
-                rows.append((card.name, hardware_label(d), thr.stat if thr else None, tpot.stat if tpot else None))
+                rows.append((card.name, hardware_label(d), thr.stat if thr else None, tpot.stat if tpot else None,
+                             d.identifier))
     return rows
 
 

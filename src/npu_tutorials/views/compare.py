@@ -65,7 +65,7 @@ class CompareViews(BaseViews):
                 continue
             kind = f"{p.machine.slug}, {kind_label(p.weights.kind) if p.weights else '–'}"
             groups.setdefault(kind, []).append((p.built_at[:16].replace("T", " "), {k: f.stat for k, f in heads.items()},
-                                                p.git_commit[:7], engine_versions(d)))
+                                                p.git_commit[:7], engine_versions(d), d.identifier))
         series = [(kind, pts) for kind, pts in groups.items() if len(pts) >= 2]
         if not series:
             return Note(_("No history yet: this model has one complete run per machine kind ({kinds}). Each run "

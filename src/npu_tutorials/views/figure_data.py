@@ -80,9 +80,11 @@ def tuning(section) -> FigureData:
 
 
 def models_compared(rows) -> FigureData:
+    """``rows``: (model, hardware, throughput Stat, TPOT Stat[, document identifier]): each bar's document named."""
     return FigureData([_("model"), _("hardware"), *(f"tokens/s: {c}" for c in _spread()),
-                       *(f"TPOT (ms): {c}" for c in _spread())],
-                      [[m, hw, *_stat(thr), *_stat(tpot)] for m, hw, thr, tpot in rows])
+                       *(f"TPOT (ms): {c}" for c in _spread()), _("document")],
+                      [[m, hw, *_stat(thr), *_stat(tpot), doc_id[0] if doc_id else ""]
+                       for m, hw, thr, tpot, *doc_id in rows])
 
 
 def paired_forest(ratios, labels: list[str]) -> FigureData:
@@ -92,6 +94,8 @@ def paired_forest(ratios, labels: list[str]) -> FigureData:
 
 
 def history(series_, figures) -> FigureData:
-    return FigureData([_("figure"), _("machine and weights"), _("date"), _("commit"), _("versions"), *_spread()],
-                      [[label, kind, d, c, v, *_stat(f[key])] for key, label in figures
-                       for kind, points in series_ for d, f, c, v in points if key in f])
+    """A point (:func:`.plots.history`) is (date, {key: Stat}, commit, versions[, document identifier])."""
+    return FigureData([_("figure"), _("machine and weights"), _("date"), _("commit"), _("versions"), *_spread(),
+                       _("document")],
+                      [[label, kind, d, c, v, *_stat(f[key]), doc_id[0] if doc_id else ""] for key, label in figures
+                       for kind, points in series_ for d, f, c, v, *doc_id in points if key in f])

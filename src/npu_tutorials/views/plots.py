@@ -304,17 +304,17 @@ def paired_forest(ratios, title: str, labels: list[str] | None = None):
 @with_fonts
 def history(series, figures, title: str):
     """Headline figures across runs, one panel per figure (``figures``: (key, label) pairs): ``series`` of (machine
-    kind, points), each point (date text, {key: Stat}, commit, versions text) in date order.  The runs stand in date
+    kind, points), each point (date text, {key: Stat}, commit, versions text[, its document's identifier]) in date order.  The runs stand in date
     order along the axis, one slot each; a median per run with whiskers over its interquartile range and its commit
     beside it; where the versions change from the kind's run before, a dashed line with the new versions."""
     plt = _plt()
-    slots = sorted({(d, c) for _kind, points in series for d, _f, c, _v in points})
+    slots = sorted({(d, c) for _kind, points in series for d, _f, c, *_rest in points})
     fig, axes = plt.subplots(len(figures), 1, figsize=(9, 1.2 + 2.1 * len(figures)), sharex=True, squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for row, (key, label) in enumerate(figures):
         ax = axes[row][0]
         for j, (kind, points) in enumerate(series):
-            pts = [(slots.index((d, c)), f[key], c, v) for d, f, c, v in points if key in f]
+            pts = [(slots.index((d, c)), f[key], c, v) for d, f, c, v, *_rest in points if key in f]
             if not pts:
                 continue
             color = colors[j % len(colors)]
