@@ -131,8 +131,8 @@ def stale_controls(records: list[dict] | None = None) -> list[str]:
         if d.get("check_digest") != check_digest(spec):
             real = d["provenance"].get("weights_kind") == "real"
             out.append(f"results/methods/negative-controls-{key}{'-real' if real else ''}.json was recorded with "
-                       "other check code or thresholds than today's: re-run scripts/negative_controls.py"
-                       + (f" {key} --real" if real else ""))
+                       f"other check code or thresholds than today's: re-run scripts/negative_controls.py {key}"
+                       + (" --real" if real else ""))
     return out
 
 
