@@ -524,7 +524,7 @@ def test_make_check_gate_names_each_regression_and_notes_speed(tmp_path):
 
 
 # -- the landing page -----------------------------------------------------------------------
-def test_support_matrix_from_synthetic_documents():
+def test_support_matrix_from_synthetic_documents(tmp_path):
     cards = [load_card(k) for k in ("palmyra-mini", "qwen-1_8b-chat", "qwen2.5-0.5b")]
     now = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
     this = {"qwen2.5-0.5b": make_doc(built_at="2026-11-30T01:00:00+00:00"),
@@ -548,6 +548,11 @@ def test_support_matrix_from_synthetic_documents():
     assert header == ["model", "this build: AMD EPYC (2 cores) (cpu)", "Ascend910B3 x 1 (npu)"]
     assert text[2][1].startswith("executed; stand-in; output throughput 100 tok/s") and "{doc}" not in str(text)
     assert text[0][1].startswith("failed (") and "stale: 333 days old" in text[2][2] and "*" not in str(text)
+    # and each cell of a document read from a file names it by its identifier (the page's cells do not)
+    this["qwen2.5-0.5b"] = results.read_doc(results.write_doc(this["qwen2.5-0.5b"], tmp_path / "q.json"))
+    _h, with_ids = support_rows(cards, pages, this, rec, now, ids=True)
+    assert plain(with_ids[2][1]).endswith("; " + results.document_id(tmp_path / "q.json"))
+    assert "doc-" not in str(support_rows(cards, pages, this, rec, now)[1])
 
 
 def test_coverage_matrix_comes_from_the_cards():

@@ -34,7 +34,7 @@ FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms")  # the headl
 
 @in_lang
 def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt.datetime | None,
-          lang: str | None = None) -> str:
+          lang: str | None = None, ids: bool = False) -> str:
     if doc is None:
         return _("not run")
     p = doc.provenance
@@ -52,6 +52,8 @@ def _cell(doc: ResultsDoc | None, link: str, current: ResultsDoc | None, now: dt
     stale = staleness(doc, current, now) if current is not doc else ""
     if stale:
         parts.append("*" + stale + "*")
+    if ids and doc.identifier:
+        parts.append(doc.identifier)
     return "<br>".join(x for x in parts)
 
 
@@ -71,13 +73,14 @@ def plain(cell: str) -> str:
 @in_lang
 def support_rows(cards: list[Card], pages: dict[str, str], this_build: dict[str, ResultsDoc | None],
                  recorded: dict[str, list[ResultsDoc]], now: dt.datetime | None = None, lang: str | None = None,
-                 drawn: dict[str, str] | None = None) -> tuple[list[str], list[list[str]]]:
+                 drawn: dict[str, str] | None = None, ids: bool = False) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the support matrix in ``lang``, its cells Markdown: a row per model, a column for this
     build and one per recorded machine.
 
     ``pages``: model key -> docname of its page; ``this_build``: model key -> this build's document
     (or None: not run); ``recorded``: model key -> recorded documents; ``drawn``: model key -> ``built_at`` of
-    the recorded run its page is drawn from (a page this build did not execute), whose cell links the page.
+    the recorded run its page is drawn from (a page this build did not execute), whose cell links the page;
+    ``ids``: each cell also names its document's identifier (the matrix's CSV).
     """
     drawn = drawn or {}
     machines: dict[str, str] = {}  # record stem (machine kind and CPU generation) -> label
@@ -92,7 +95,7 @@ def support_rows(cards: list[Card], pages: dict[str, str], this_build: dict[str,
     rows = []
     for card in cards:
         cur = this_build.get(card.key)
-        row = [card.name, _cell(cur, pages.get(card.key, ""), cur, now, lang)]
+        row = [card.name, _cell(cur, pages.get(card.key, ""), cur, now, lang, ids)]
         by_slug: dict[str, ResultsDoc] = {}
         for d in recorded.get(card.key, []):
             s = d.provenance.machine.record_stem
@@ -101,7 +104,7 @@ def support_rows(cards: list[Card], pages: dict[str, str], this_build: dict[str,
         for slug in sorted(machines):
             d = by_slug.get(slug)
             link = pages.get(card.key, "") if d is not None and drawn.get(card.key) == d.provenance.built_at else ""
-            row.append(_cell(d, link, cur, now, lang) if d is not None else _("not recorded"))
+            row.append(_cell(d, link, cur, now, lang, ids) if d is not None else _("not recorded"))
         rows.append(row)
     return header, rows
 

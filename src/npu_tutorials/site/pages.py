@@ -66,7 +66,8 @@ def landing_markdown(now=None, lang: str | None = None, data: Path | None = None
     header, rows = support_rows(cards, pages, this_build, rec, now, lang, drawn)
     table = md_table(header, rows)
     if data is not None:
-        table += "\n\n" + table_csv(FigureData(header, [[plain(c) for c in r] for r in rows]), data, "",
+        _h, with_ids = support_rows(cards, pages, this_build, rec, now, lang, drawn, ids=True)  # each cell's document
+        table += "\n\n" + table_csv(FigureData(header, [[plain(c) for c in r] for r in with_ids]), data, "",
                                      f"support_matrix_{lang}")
     built = [(c, this_build[c.key]) for c in cards if this_build.get(c.key) is not None]
     if built:
