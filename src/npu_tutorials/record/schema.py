@@ -370,8 +370,7 @@ class Results(StrictModel):
     server_warnings: list[str] | None = None
     e2e_config: str | None = None
     costs: list[StepCost] = []
-    memory: Memory | None = Field(None, description="what the served engine held while the benchmark (or the sweep) "
-                                                    "ran")
+    memory: Memory | None = Field(None, description="what the served engine held while the benchmark (or the sweep) ran")
     from_records: dict[RecordedSection, FromRecord] = Field(
         {}, description="sections (tuning, transformers_baseline) this build's profile leaves to the full one, "
                         "shown from a recorded build of the same backend, dtype and weights kind")
@@ -386,7 +385,8 @@ class ResultsDoc(StrictModel):
     results: Results = Results()
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    _identifier: str = PrivateAttr("")  # set by results.read_doc: results.document_id of the file it was read from
+    _identifier: str = PrivateAttr("")  # results.read_doc: the document_id of the file it was read from; "" in memory
+    identifier = property(lambda self: self._identifier)
 
     @model_validator(mode="before")
     @classmethod
@@ -395,12 +395,6 @@ class ResultsDoc(StrictModel):
 
     def __eq__(self, other: object) -> bool:  # equal content, whichever file (identifier) either was read from
         return type(other) is type(self) and self.__dict__ == other.__dict__
-
-    @property
-    def identifier(self) -> str:
-        """The identifier of the file this document was read from (:func:`.results.document_id`); "" for one built
-        in memory, not read from a file."""
-        return self._identifier
 
     def dump(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
